@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "SignCore",
+    products: [
+        .library(name: "SignCore", targets: ["SignCore"]),
+        .executable(name: "signtool", targets: ["signtool"]),
+        .executable(name: "bench", targets: ["bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Thin C calls into libsodium and OpenSSL libcrypto (Debian: libsodium-dev, libssl-dev).
+        .target(
+            name: "CSignShim",
+            linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]
+        ),
+        // The engine: canonical form, whash, wtoken, keys, signer, verifier, replay guard.
+        .target(name: "SignCore", dependencies: ["CSignShim"]),
+        .executableTarget(
+            name: "signtool",
+            dependencies: ["SignCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "bench", dependencies: ["SignCore", "CSignShim"]),
+        .testTarget(
+            name: "SignCoreTests",
+            dependencies: ["SignCore", "CSignShim"],
+            resources: []
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,90 @@
+/*
+ * CSignShim: the only place SignCore touches libsodium and OpenSSL libcrypto.
+ *
+ * Conventions (after libsodium): callers allocate every output with the fixed sizes below,
+ * functions return 0 on success and -1 on failure, every verify and compare is
+ * warn_unused_result. Buffers are `void *` plus a length so Swift passes them without rebinding.
+ * This header includes no third-party header; the state structs are opaque, fixed-size and
+ * copyable (a copied SHA-256 state continues from where the original was).
+ */
+#ifndef CSIGNSHIM_H
+#define CSIGNSHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SC_MUST_CHECK __attribute__((warn_unused_result))
+
+#define SC_SHA256_BYTES 32
+#define SC_HMAC_SHA256_BYTES 32
+#define SC_ED25519_SEED_BYTES 32
+#define SC_ED25519_PUBLIC_BYTES 32
+#define SC_ED25519_SECRET_BYTES 64
+#define SC_ED25519_SIGNATURE_BYTES 64
+#define SC_P256_PRIVATE_BYTES 32
+#define SC_P256_PUBLIC_BYTES 65 /* uncompressed point 0x04 || x || y */
+#define SC_P256_SIGNATURE_BYTES 64 /* r || s, big-endian, 32 bytes each */
+
+/* Library set-up; idempotent and thread-safe. Returns -1 when libsodium cannot start. */
+int sc_init(void) SC_MUST_CHECK;
+
+/* ---- SHA-256 (OpenSSL, SHA-NI where the CPU has it) ---------------------------------- */
+
+/* Opaque incremental SHA-256 state: a plain value, no heap. */
+typedef struct {
+    _Alignas(8) unsigned char opaque[128];
+} sc_sha256_state;
+
+void sc_sha256_init(sc_sha256_state *state);
+void sc_sha256_update(sc_sha256_state *state, const void *data, size_t length);
+/* Writes 32 bytes and wipes the state. */
+void sc_sha256_final(sc_sha256_state *state, void *out32);
+void sc_sha256(const void *data, size_t length, void *out32);
+
+/* ---- HMAC-SHA256 with the key schedule prepared once --------------------------------- */
+
+/* Inner and outer SHA-256 states after the padded key block; zero it with sc_memzero. */
+typedef struct {
+    sc_sha256_state inner;
+    sc_sha256_state outer;
+} sc_hmac_key;
+
+void sc_hmac_key_init(sc_hmac_key *key, const void *secret, size_t secret_length);
+/* HMAC of one message under a prepared key; the key is only read, so threads may share it. */
+void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, void *out32);
+/* Incremental form: start copies the prepared inner state. */
+void sc_hmac_start(const sc_hmac_key *key, sc_sha256_state *state);
+void sc_hmac_finish(const sc_hmac_key *key, sc_sha256_state *state, void *out32);
+
+/* ---- Ed25519 (libsodium, RFC 8032, deterministic) ------------------------------------- */
+
+int sc_ed25519_keypair_from_seed(const void *seed32, void *public32, void *secret64) SC_MUST_CHECK;
+int sc_ed25519_sign(const void *secret64, const void *message, size_t length, void *signature64) SC_MUST_CHECK;
+int sc_ed25519_verify(const void *public32, const void *message, size_t length, const void *signature64) SC_MUST_CHECK;
+
+/* ---- ECDSA P-256 with SHA-256 (OpenSSL) ----------------------------------------------- */
+
+/* An OpenSSL key object; the one allocation of this header, made at key load. */
+typedef struct sc_p256_key sc_p256_key;
+
+/* Generates a private scalar (32 bytes, big-endian). */
+int sc_p256_generate(void *private32) SC_MUST_CHECK;
+/* Derives the uncompressed public point of a private scalar; fails for 0 or >= n. */
+int sc_p256_public_from_private(const void *private32, void *public65) SC_MUST_CHECK;
+/* Builds a key from an uncompressed public point (checked to lie on the curve) and an
+   optional private scalar (NULL for a verify-only key). NULL on failure. */
+sc_p256_key *sc_p256_key_new(const void *public65, const void *private32);
+void sc_p256_key_free(sc_p256_key *key);
+/* Signs SHA-256(message); signature is r || s. */
+int sc_p256_sign(sc_p256_key *key, const void *message, size_t length, void *signature64) SC_MUST_CHECK;
+int sc_p256_verify(sc_p256_key *key, const void *message, size_t length, const void *signature64) SC_MUST_CHECK;
+
+/* ---- Randomness, comparison, wiping (libsodium) --------------------------------------- */
+
+/* Bytes from the system CSPRNG (getrandom). */
+void sc_random_bytes(void *out, size_t length);
+/* Constant-time equality: 0 when equal, -1 otherwise. */
+int sc_memcmp(const void *a, const void *b, size_t length) SC_MUST_CHECK;
+void sc_memzero(void *p, size_t length);
+
+#endif

@@ -1,0 +1,246 @@
+/// The canonical URL (SPEC §2): the bytes both ends derive from a request URL, so that a URL
+/// re-encoded by an HTTP stack or proxy still yields the same signature input.
+///
+/// Byte-level and table-driven; writes into a caller-owned buffer so a hot loop reuses it.
+/// The result is a signing input, not a URL to send: every byte but the unreserved ones is
+/// percent-encoded, whatever spelling it arrived in.
+public enum CanonicalURL {
+    /// Longest accepted input URL, in bytes (SPEC §2.1).
+    public static let maxInputBytes = 8192
+    /// Most query pairs accepted (SPEC §2.7).
+    public static let maxQueryPairs = 256
+
+    /// The canonical form of `url` as a string.
+    public static func canonicalize(_ url: String) throws(SignCoreError) -> String {
+        var out = [UInt8]()
+        try withBytes(of: Array(url.utf8)) { (input) throws(SignCoreError) in try write(input, into: &out) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the canonical form of the URL bytes to `out`. On error `out` is left as it was.
+    public static func write(_ input: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(SignCoreError) {
+        let start = out.count
+        do {
+            try writeUnchecked(input, into: &out)
+        } catch {
+            out.removeSubrange(start...)
+            throw error
+        }
+    }
+
+    /// §2.1–§2.8 in order.
+    private static func writeUnchecked(_ input: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(SignCoreError) {
+        // §2.1 Input limits: size, no control bytes, valid UTF-8.
+        guard !input.isEmpty else { throw invalid("the URL is empty") }
+        guard input.count <= maxInputBytes else { throw invalid("the URL is longer than 8192 bytes") }
+        for byte in input where byte < 0x20 || byte == 0x7F {
+            throw invalid("the URL contains a control character")
+        }
+        guard UTF8Validation.isValid(input) else { throw invalid("the URL is not valid UTF-8") }
+
+        // §2.2 The fragment is never sent to a server: everything from the first '#' is dropped.
+        var end = input.count
+        if let hash = input.firstIndex(of: UInt8(ascii: "#")) { end = hash }
+
+        // §2.3 Scheme: http or https, any case.
+        guard let colon = input[0..<end].firstIndex(of: UInt8(ascii: ":")) else {
+            throw invalid("the URL has no scheme")
+        }
+        let isHTTPS: Bool
+        if asciiLowercasedEquals(input[0..<colon], "https") {
+            isHTTPS = true
+        } else if asciiLowercasedEquals(input[0..<colon], "http") {
+            isHTTPS = false
+        } else {
+            throw invalid("the scheme must be http or https")
+        }
+        guard colon + 2 < end, input[colon + 1] == UInt8(ascii: "/"), input[colon + 2] == UInt8(ascii: "/") else {
+            throw invalid("the scheme must be followed by //authority")
+        }
+        out.append(contentsOf: isHTTPS ? Array("https://".utf8) : Array("http://".utf8))
+
+        // §2.4–§2.5 Authority: host and port.
+        let authorityStart = colon + 3
+        var authorityEnd = authorityStart
+        while authorityEnd < end, input[authorityEnd] != UInt8(ascii: "/"), input[authorityEnd] != UInt8(ascii: "?") {
+            authorityEnd += 1
+        }
+        try CanonicalHost.write(input[authorityStart..<authorityEnd], defaultPort: isHTTPS ? 443 : 80, into: &out)
+
+        // §2.6 Path.
+        var pathEnd = authorityEnd
+        while pathEnd < end, input[pathEnd] != UInt8(ascii: "?") { pathEnd += 1 }
+        try writePath(input[authorityEnd..<pathEnd], into: &out)
+
+        // §2.7 Query.
+        if pathEnd < end {
+            try writeQuery(input[(pathEnd + 1)..<end], into: &out)
+        }
+    }
+
+    // MARK: §2.6 Path
+
+    /// Normalises each segment, then removes dot segments (RFC 3986 §5.2.4) on the normalised
+    /// bytes, so `%2E%2E` counts as `..`. An encoded slash `%2F` stays data, never a separator.
+    private static func writePath(_ path: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
+        let pathStart = out.count
+        if path.isEmpty {
+            out.append(UInt8(ascii: "/"))
+            return
+        }
+        // Segment starts in `out`, kept on the stack: at most one segment per input byte.
+        try withUnsafeTemporaryAllocation(of: Int.self, capacity: path.count + 1) { (stack) throws(SignCoreError) in
+            var depth = 0
+            var i = path.startIndex + 1  // path begins with '/'
+            while true {
+                var segmentEnd = i
+                while segmentEnd < path.endIndex, path[segmentEnd] != UInt8(ascii: "/") { segmentEnd += 1 }
+                let isLast = segmentEnd == path.endIndex
+                let segmentStart = out.count
+                out.append(UInt8(ascii: "/"))
+                try appendNormalized(path[i..<segmentEnd], plusIsSpace: false, into: &out)
+                let written = out.count - segmentStart - 1
+                let dot = UInt8(ascii: ".")
+                if written == 1, out[segmentStart + 1] == dot {
+                    out.removeSubrange(segmentStart...)
+                    if isLast { out.append(UInt8(ascii: "/")) }
+                } else if written == 2, out[segmentStart + 1] == dot, out[segmentStart + 2] == dot {
+                    out.removeSubrange(segmentStart...)
+                    if depth > 0 {
+                        depth -= 1
+                        out.removeSubrange(stack[depth]...)
+                    }
+                    if isLast { out.append(UInt8(ascii: "/")) }
+                } else {
+                    stack[depth] = segmentStart
+                    depth += 1
+                }
+                if isLast { break }
+                i = segmentEnd + 1
+            }
+        }
+        if out.count == pathStart { out.append(UInt8(ascii: "/")) }
+    }
+
+    // MARK: §2.7 Query
+
+    /// Splits on `&`, drops empty pairs, splits each pair at its first `=` (a missing `=` means an
+    /// empty value), normalises key and value with `+` meaning space, then sorts pairs by key
+    /// bytes; pairs with equal keys keep their order, because `a=1&a=2` is a list.
+    private static func writeQuery(_ query: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
+        let questionMark = out.count
+        out.append(UInt8(ascii: "?"))
+        let pairsStart = out.count
+        var pairCount = 0
+        // Write pairs unsorted after '?', remembering (start, keyEnd, end) of each.
+        try withUnsafeTemporaryAllocation(of: (Int, Int, Int).self, capacity: maxQueryPairs) { (pairs) throws(SignCoreError) in
+            var i = query.startIndex
+            while i <= query.endIndex {
+                var pairEnd = i
+                while pairEnd < query.endIndex, query[pairEnd] != UInt8(ascii: "&") { pairEnd += 1 }
+                if pairEnd > i {
+                    guard pairCount < maxQueryPairs else { throw invalid("the query has more than 256 pairs") }
+                    var equals = i
+                    while equals < pairEnd, query[equals] != UInt8(ascii: "=") { equals += 1 }
+                    let start = out.count
+                    try appendNormalized(query[i..<equals], plusIsSpace: true, into: &out)
+                    let keyEnd = out.count
+                    out.append(UInt8(ascii: "="))
+                    if equals < pairEnd {
+                        try appendNormalized(query[(equals + 1)..<pairEnd], plusIsSpace: true, into: &out)
+                    }
+                    pairs[pairCount] = (start, keyEnd, out.count)
+                    pairCount += 1
+                }
+                i = pairEnd + 1
+            }
+            if pairCount == 0 {
+                out.removeSubrange(questionMark...)
+                return
+            }
+            if pairCount == 1 { return }
+            // Stable sort by key: insertion sort over the (few) pairs, then rewrite in order.
+            for j in 1..<pairCount {
+                let pair = pairs[j]
+                var k = j
+                while k > 0, keyLess(pair, pairs[k - 1], in: out) {
+                    pairs[k] = pairs[k - 1]
+                    k -= 1
+                }
+                pairs[k] = pair
+            }
+            let unsorted = Array(out[pairsStart...])
+            out.removeSubrange(pairsStart...)
+            for j in 0..<pairCount {
+                if j > 0 { out.append(UInt8(ascii: "&")) }
+                let (start, _, end) = pairs[j]
+                out.append(contentsOf: unsorted[(start - pairsStart)..<(end - pairsStart)])
+            }
+        }
+    }
+
+    private static func keyLess(_ a: (Int, Int, Int), _ b: (Int, Int, Int), in out: [UInt8]) -> Bool {
+        let lengthA = a.1 - a.0, lengthB = b.1 - b.0
+        for k in 0..<min(lengthA, lengthB) {
+            let x = out[a.0 + k], y = out[b.0 + k]
+            if x != y { return x < y }
+        }
+        return lengthA < lengthB
+    }
+
+    // MARK: §2.8 Percent-encoding
+
+    /// Decodes every `%XX`, then writes unreserved bytes as they are and every other byte as
+    /// `%XX` with upper-case hex. A `%` without two hex digits is an error.
+    static func appendNormalized(_ bytes: Slice<UnsafeRawBufferPointer>, plusIsSpace: Bool, into out: inout [UInt8]) throws(SignCoreError) {
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            var byte = bytes[i]
+            if byte == UInt8(ascii: "%") {
+                guard i + 2 < bytes.endIndex,
+                      let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) else {
+                    throw invalid("'%' must be followed by two hex digits")
+                }
+                byte = high << 4 | low
+                i += 3
+            } else {
+                if plusIsSpace, byte == UInt8(ascii: "+") { byte = 0x20 }
+                i += 1
+            }
+            if isUnreserved[Int(byte)] {
+                out.append(byte)
+            } else {
+                out.append(UInt8(ascii: "%"))
+                out.append(upperHex[Int(byte >> 4)])
+                out.append(upperHex[Int(byte & 15)])
+            }
+        }
+    }
+
+    /// ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3).
+    static let isUnreserved: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8 { table[Int(c)] = true }
+        return table
+    }()
+
+    static let upperHex: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x41...0x46: c - 0x41 + 10
+        case 0x61...0x66: c - 0x61 + 10
+        default: nil
+        }
+    }
+
+    static func asciiLowercasedEquals(_ bytes: Slice<UnsafeRawBufferPointer>, _ word: StaticString) -> Bool {
+        guard bytes.count == word.utf8CodeUnitCount else { return false }
+        let w = word.utf8Start
+        for (k, b) in bytes.enumerated() where (b | 0x20) != w[k] { return false }
+        return true
+    }
+
+    static func invalid(_ detail: String) -> SignCoreError { SignCoreError(.invalidURL, detail) }
+}

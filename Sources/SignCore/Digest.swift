@@ -1,0 +1,69 @@
+import CSignShim
+
+/// A SHA-256 output as a fixed-size value: no heap, constant-time `==`.
+public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
+    public static let byteCount = 32
+    var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+    init() {}
+
+    /// Exactly 32 bytes, or nil.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        withUnsafeMutableBytes { out in
+            for (i, byte) in bytes.enumerated() { out[i] = byte }
+        }
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Swift.withUnsafeBytes(of: words, body)
+    }
+
+    mutating func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try Swift.withUnsafeMutableBytes(of: &words, body)
+    }
+
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// Constant-time: the time taken does not depend on where the digests differ.
+    public static func == (lhs: SHA256Digest, rhs: SHA256Digest) -> Bool {
+        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in sc_memcmp(a.baseAddress, b.baseAddress, 32) == 0 } }
+    }
+
+    public func hash(into hasher: inout Hasher) { withUnsafeBytes { hasher.combine(bytes: $0) } }
+
+    /// Base64url without padding (43 characters), the form used in headers.
+    public var description: String { withUnsafeBytes { Base64URL.encode($0) } }
+}
+
+/// Incremental SHA-256 in constant memory; a value type, so a copy forks the computation.
+public struct SHA256Hasher: Sendable {
+    private var state = sc_sha256_state()
+
+    public init() { sc_sha256_init(&state) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        sc_sha256_update(&state, bytes.baseAddress, bytes.count)
+    }
+
+    public mutating func update(_ bytes: some Sequence<UInt8>) {
+        let done: Void? = bytes.withContiguousStorageIfAvailable { update(UnsafeRawBufferPointer($0)) }
+        if done == nil {
+            let copy = Array(bytes)
+            copy.withUnsafeBytes { update($0) }
+        }
+    }
+
+    public consuming func finalize() -> SHA256Digest {
+        var digest = SHA256Digest()
+        digest.withUnsafeMutableBytes { sc_sha256_final(&state, $0.baseAddress) }
+        return digest
+    }
+
+    /// One-shot SHA-256.
+    public static func hash(_ bytes: some Sequence<UInt8>) -> SHA256Digest {
+        var hasher = SHA256Hasher()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+}

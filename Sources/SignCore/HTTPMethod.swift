@@ -1,0 +1,28 @@
+/// The request methods SignCore signs, and which content each one's whash covers (SPEC §3.1).
+public enum HTTPMethod: String, Sendable, CaseIterable {
+    case get = "GET", head = "HEAD", options = "OPTIONS", delete = "DELETE"
+    case post = "POST", put = "PUT", patch = "PATCH"
+
+    /// What the whash of a request with this method is computed over.
+    public enum ContentClass: Sendable {
+        /// The canonical URL: the request has no meaningful body.
+        case url
+        /// The body bytes exactly as sent.
+        case body
+    }
+
+    public var contentClass: ContentClass {
+        switch self {
+        case .get, .head, .options, .delete: .url
+        case .post, .put, .patch: .body
+        }
+    }
+
+    /// Parses a method token. Methods are case-sensitive (RFC 9110 §9.1): `get` is not `GET`.
+    public init(token: String) throws(SignCoreError) {
+        guard let method = HTTPMethod(rawValue: token) else {
+            throw SignCoreError(.unsupportedMethod, "the method must be one of GET, HEAD, OPTIONS, DELETE, POST, PUT, PATCH")
+        }
+        self = method
+    }
+}

@@ -1,0 +1,115 @@
+/// The one error type of SignCore, shared by client and server (SPEC §7).
+///
+/// `code` is stable across versions: servers log and return it, clients switch on it.
+/// `detail` is a fixed English sentence naming the rule that failed; it never contains a
+/// secret, a body, a token or a URL, so it is safe to log and to send back to a client.
+public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let code: Code
+    public let detail: String
+
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.name) (\(code.rawValue)): \(detail)" }
+
+    /// Whether sending the request again can succeed, after `advice` is followed.
+    public var isRetryable: Bool { code.advice != .fixRequest && code.advice != .fixConfiguration }
+
+    /// Stable numeric codes. Numbers are never reused; new codes take new numbers.
+    public enum Code: Int, Sendable, CaseIterable {
+        // Token and header syntax
+        case malformedToken = 1
+        case unsupportedVersion = 2
+        case missingHeader = 3
+        case headerTooLarge = 4
+        // Keys and signatures
+        case unknownKey = 10
+        case algorithmMismatch = 11
+        case badSignature = 12
+        case invalidKey = 13
+        // Time and freshness
+        case expired = 20
+        case notYetValid = 21
+        case lifetimeTooLong = 22
+        case replayed = 23
+        case overloaded = 24
+        // Binding to the request
+        case whashMismatch = 30
+        case targetMismatch = 31
+        // Request input
+        case unsupportedMethod = 40
+        case invalidURL = 41
+        case invalidInput = 42
+        case bodyTooLarge = 43
+        // Local failures
+        case cryptoFailure = 50
+
+        /// The stable wire name (lowerCamelCase), as used in vectors and logs.
+        public var name: String {
+            switch self {
+            case .malformedToken: "malformedToken"
+            case .unsupportedVersion: "unsupportedVersion"
+            case .missingHeader: "missingHeader"
+            case .headerTooLarge: "headerTooLarge"
+            case .unknownKey: "unknownKey"
+            case .algorithmMismatch: "algorithmMismatch"
+            case .badSignature: "badSignature"
+            case .invalidKey: "invalidKey"
+            case .expired: "expired"
+            case .notYetValid: "notYetValid"
+            case .lifetimeTooLong: "lifetimeTooLong"
+            case .replayed: "replayed"
+            case .overloaded: "overloaded"
+            case .whashMismatch: "whashMismatch"
+            case .targetMismatch: "targetMismatch"
+            case .unsupportedMethod: "unsupportedMethod"
+            case .invalidURL: "invalidURL"
+            case .invalidInput: "invalidInput"
+            case .bodyTooLarge: "bodyTooLarge"
+            case .cryptoFailure: "cryptoFailure"
+            }
+        }
+
+        public init?(name: String) {
+            guard let code = Code.allCases.first(where: { $0.name == name }) else { return nil }
+            self = code
+        }
+
+        /// What the client should do about it.
+        public var advice: Advice {
+            switch self {
+            case .malformedToken, .missingHeader, .headerTooLarge, .badSignature, .whashMismatch,
+                 .targetMismatch, .replayed:
+                .reSign
+            case .unsupportedVersion, .algorithmMismatch, .unknownKey:
+                .refreshKeys
+            case .expired, .notYetValid:
+                .resyncClock
+            case .overloaded, .cryptoFailure:
+                .retryLater
+            case .lifetimeTooLong, .invalidKey:
+                .fixConfiguration
+            case .unsupportedMethod, .invalidURL, .invalidInput, .bodyTooLarge:
+                .fixRequest
+            }
+        }
+    }
+
+    /// The client's next step for a failure.
+    public enum Advice: String, Sendable {
+        /// Sign the request again, exactly as it will be sent, with a fresh nonce.
+        case reSign
+        /// Fetch the current key set or re-attest, then sign again.
+        case refreshKeys
+        /// Correct the clock offset (the server's `Date` header is a reference) and sign again.
+        case resyncClock
+        /// Back off and retry the same request later.
+        case retryLater
+        /// A key or verifier setting is wrong; retrying as-is cannot help.
+        case fixConfiguration
+        /// The request itself is not signable; retrying as-is cannot help.
+        case fixRequest
+    }
+}

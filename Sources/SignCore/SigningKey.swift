@@ -1,0 +1,250 @@
+import CSignShim
+
+/// The signature algorithms (SPEC §6). A key has exactly one; a token never names it, so a
+/// verifier cannot be talked into checking a signature with another algorithm.
+public enum SignatureAlgorithm: String, Sendable, CaseIterable {
+    /// HMAC-SHA256 under a shared secret of at least 32 bytes (JWK `oct`, `alg` HS256).
+    case hmacSHA256 = "HS256"
+    /// Ed25519, RFC 8032 (JWK `OKP`/`Ed25519`, `alg` EdDSA).
+    case ed25519 = "EdDSA"
+    /// ECDSA P-256 with SHA-256, signature r || s (JWK `EC`/`P-256`, `alg` ES256).
+    case p256 = "ES256"
+
+    /// Bytes of a signature.
+    public var signatureByteCount: Int { self == .hmacSHA256 ? 32 : 64 }
+}
+
+/// A key: an HMAC secret, or an Ed25519 / P-256 key pair or public key.
+///
+/// Secret material lives in one buffer of its own, zeroed when the key is released. Keys are
+/// immutable and safe to share between threads.
+public final class SigningKey: @unchecked Sendable {
+    /// The key id (`kid`): 1–64 base64url characters; by default the RFC 7638 thumbprint.
+    public let id: String
+    public let algorithm: SignatureAlgorithm
+    /// Ed25519: the 32-byte public key; P-256: the 65-byte uncompressed point; HMAC: empty.
+    public let publicKey: [UInt8]
+
+    /// HMAC: sc_hmac_key then the raw secret; Ed25519: libsodium's 64-byte secret key (seed ||
+    /// public key); P-256: the 32-byte scalar. Nil for a public key.
+    private let secret: UnsafeMutableRawBufferPointer?
+    private let p256: OpaquePointer?
+
+    public static let minHMACSecretBytes = 32
+    public static let maxHMACSecretBytes = 1024
+    public static let maxKeyIDLength = 64
+
+    /// Whether this key can sign (HMAC secrets and private keys can; public keys only verify).
+    public var canSign: Bool { secret != nil }
+
+    private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8],
+                 secret: UnsafeMutableRawBufferPointer?, p256: OpaquePointer?) {
+        self.id = id
+        self.algorithm = algorithm
+        self.publicKey = publicKey
+        self.secret = secret
+        self.p256 = p256
+    }
+
+    /// Refuses a given key id that is not 1-64 base64url characters (header-safe).
+    private static func checkID(_ id: String?) throws(SignCoreError) {
+        if let id, !isValidKeyID(id) {
+            throw SignCoreError(.invalidKey, "a key id must be 1-64 characters from A-Z a-z 0-9 - _")
+        }
+    }
+
+    /// The given key id, or the RFC 7638 thumbprint when none is given.
+    private static func resolveID(_ id: String?, _ algorithm: SignatureAlgorithm, publicKey: [UInt8],
+                                  hmacSecret: [UInt8] = []) -> String {
+        id ?? JWK.thumbprint(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret)
+    }
+
+    deinit {
+        if let secret {
+            sc_memzero(secret.baseAddress, secret.count)
+            secret.deallocate()
+        }
+        if let p256 { sc_p256_key_free(p256) }
+    }
+
+    static func isValidKeyID(_ id: String) -> Bool {
+        let utf8 = Array(id.utf8)
+        return (1...maxKeyIDLength).contains(utf8.count) && utf8.allSatisfy { Base64URL.decodeTable[Int($0)] != 0xFF }
+    }
+
+    private static func allocateSecret(_ count: Int) -> UnsafeMutableRawBufferPointer {
+        .allocate(byteCount: count, alignment: 16)
+    }
+
+    // MARK: Constructors
+
+    /// An HMAC-SHA256 key from a shared secret (32–1024 bytes).
+    public static func hmac(secret: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try checkID(id)
+        guard (minHMACSecretBytes...maxHMACSecretBytes).contains(secret.count) else {
+            throw SignCoreError(.invalidKey, "an HMAC secret must be 32 to 1024 bytes")
+        }
+        let id = resolveID(id, .hmacSHA256, publicKey: [], hmacSecret: secret)
+        let stateSize = MemoryLayout<sc_hmac_key>.size
+        let buffer = allocateSecret(stateSize + secret.count)
+        secret.withUnsafeBytes { raw in
+            sc_hmac_key_init(buffer.baseAddress!.assumingMemoryBound(to: sc_hmac_key.self), raw.baseAddress, raw.count)
+            buffer.baseAddress!.advanced(by: stateSize).copyMemory(from: raw.baseAddress!, byteCount: raw.count)
+        }
+        return SigningKey(id: id, algorithm: .hmacSHA256, publicKey: [], secret: buffer, p256: nil)
+    }
+
+    /// An Ed25519 key pair from its 32-byte seed (the JWK `d`).
+    public static func ed25519(seed: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try checkID(id)
+        guard seed.count == Int(SC_ED25519_SEED_BYTES) else { throw SignCoreError(.invalidKey, "an Ed25519 seed must be 32 bytes") }
+        try SignCoreRuntime.start()
+        let buffer = allocateSecret(Int(SC_ED25519_SECRET_BYTES))
+        var publicKey = [UInt8](repeating: 0, count: Int(SC_ED25519_PUBLIC_BYTES))
+        let rc = seed.withUnsafeBytes { s in
+            publicKey.withUnsafeMutableBytes { p in sc_ed25519_keypair_from_seed(s.baseAddress, p.baseAddress, buffer.baseAddress) }
+        }
+        guard rc == 0 else {
+            sc_memzero(buffer.baseAddress, buffer.count)
+            buffer.deallocate()
+            throw SignCoreError(.cryptoFailure, "libsodium could not derive the Ed25519 key pair")
+        }
+        return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey, secret: buffer, p256: nil)
+    }
+
+    /// An Ed25519 public key (verify only).
+    public static func ed25519(publicKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try checkID(id)
+        guard publicKey.count == Int(SC_ED25519_PUBLIC_BYTES) else {
+            throw SignCoreError(.invalidKey, "an Ed25519 public key must be 32 bytes")
+        }
+        try SignCoreRuntime.start()
+        let id = resolveID(id, .ed25519, publicKey: publicKey)
+        return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey, secret: nil, p256: nil)
+    }
+
+    /// A P-256 key pair from its 32-byte private scalar (the JWK `d`).
+    public static func p256(privateKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try checkID(id)
+        guard privateKey.count == Int(SC_P256_PRIVATE_BYTES) else {
+            throw SignCoreError(.invalidKey, "a P-256 private key must be 32 bytes")
+        }
+        var point = [UInt8](repeating: 0, count: Int(SC_P256_PUBLIC_BYTES))
+        let rc = privateKey.withUnsafeBytes { d in
+            point.withUnsafeMutableBytes { p in sc_p256_public_from_private(d.baseAddress, p.baseAddress) }
+        }
+        guard rc == 0 else { throw SignCoreError(.invalidKey, "the P-256 private key is not in [1, n-1]") }
+        let id = resolveID(id, .p256, publicKey: point)
+        let buffer = allocateSecret(privateKey.count)
+        privateKey.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        let handle = point.withUnsafeBytes { p in sc_p256_key_new(p.baseAddress, buffer.baseAddress) }
+        guard let handle else {
+            sc_memzero(buffer.baseAddress, buffer.count)
+            buffer.deallocate()
+            throw SignCoreError(.invalidKey, "OpenSSL refused the P-256 key")
+        }
+        return SigningKey(id: id, algorithm: .p256, publicKey: point, secret: buffer, p256: handle)
+    }
+
+    /// A P-256 public key from its uncompressed point 0x04 || x || y (verify only); the point
+    /// must lie on the curve.
+    public static func p256(publicKey point: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try checkID(id)
+        let id = resolveID(id, .p256, publicKey: point)
+        guard point.count == Int(SC_P256_PUBLIC_BYTES), point[0] == 0x04,
+              let handle = point.withUnsafeBytes({ sc_p256_key_new($0.baseAddress, nil) }) else {
+            throw SignCoreError(.invalidKey, "the P-256 public key is not a point on the curve")
+        }
+        return SigningKey(id: id, algorithm: .p256, publicKey: point, secret: nil, p256: handle)
+    }
+
+    /// A new random key from the system CSPRNG.
+    public static func generate(_ algorithm: SignatureAlgorithm, id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try SignCoreRuntime.start()
+        var material = [UInt8](repeating: 0, count: 32)
+        defer { material.withUnsafeMutableBytes { sc_memzero($0.baseAddress, $0.count) } }
+        switch algorithm {
+        case .hmacSHA256:
+            material.withUnsafeMutableBytes { sc_random_bytes($0.baseAddress, $0.count) }
+            return try hmac(secret: material, id: id)
+        case .ed25519:
+            material.withUnsafeMutableBytes { sc_random_bytes($0.baseAddress, $0.count) }
+            return try ed25519(seed: material, id: id)
+        case .p256:
+            let rc = material.withUnsafeMutableBytes { sc_p256_generate($0.baseAddress) }
+            guard rc == 0 else { throw SignCoreError(.cryptoFailure, "OpenSSL could not generate a P-256 key") }
+            return try p256(privateKey: material, id: id)
+        }
+    }
+
+    /// The same key without its private part (HMAC keys have none and are returned as is).
+    public func publicOnly() throws(SignCoreError) -> SigningKey {
+        switch algorithm {
+        case .hmacSHA256: self
+        case .ed25519: try .ed25519(publicKey: publicKey, id: id)
+        case .p256: try .p256(publicKey: publicKey, id: id)
+        }
+    }
+
+    // MARK: Secret export (for JWK)
+
+    /// HMAC: the secret; Ed25519: the seed; P-256: the scalar. Nil for public keys.
+    func exportSecret() -> [UInt8]? {
+        guard let secret else { return nil }
+        switch algorithm {
+        case .hmacSHA256: return Array(UnsafeRawBufferPointer(rebasing: secret[MemoryLayout<sc_hmac_key>.size...]))
+        case .ed25519: return Array(UnsafeRawBufferPointer(rebasing: secret[0..<32]))
+        case .p256: return Array(secret)
+        }
+    }
+
+    // MARK: Sign and verify (SPEC §4.3)
+
+    /// Signs `message`; the result has `algorithm.signatureByteCount` bytes.
+    func sign(_ message: UnsafeRawBufferPointer) throws(SignCoreError) -> [UInt8] {
+        guard let secret else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
+        var signature = [UInt8](repeating: 0, count: algorithm.signatureByteCount)
+        let rc: Int32 = signature.withUnsafeMutableBytes { out in
+            switch algorithm {
+            case .hmacSHA256:
+                sc_hmac_sha256(secret.baseAddress!.assumingMemoryBound(to: sc_hmac_key.self),
+                               message.baseAddress, message.count, out.baseAddress)
+                return 0
+            case .ed25519:
+                return sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, out.baseAddress)
+            case .p256:
+                return sc_p256_sign(p256, message.baseAddress, message.count, out.baseAddress)
+            }
+        }
+        guard rc == 0 else { throw SignCoreError(.cryptoFailure, "the signature could not be computed") }
+        return signature
+    }
+
+    /// Whether `signature` is valid for `message`; HMAC tags are compared in constant time.
+    func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
+        guard signature.count == algorithm.signatureByteCount else { return false }
+        switch algorithm {
+        case .hmacSHA256:
+            guard let secret else { return false }
+            return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
+                sc_hmac_sha256(secret.baseAddress!.assumingMemoryBound(to: sc_hmac_key.self),
+                               message.baseAddress, message.count, expected.baseAddress)
+                defer { sc_memzero(expected.baseAddress, 32) }
+                return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
+            }
+        case .ed25519:
+            return publicKey.withUnsafeBytes { sc_ed25519_verify($0.baseAddress, message.baseAddress, message.count, signature.baseAddress) == 0 }
+        case .p256:
+            return sc_p256_verify(p256, message.baseAddress, message.count, signature.baseAddress) == 0
+        }
+    }
+}
+
+/// One-time library start (libsodium's `sodium_init`), run on first use.
+enum SignCoreRuntime {
+    private static let started: Bool = sc_init() == 0
+
+    static func start() throws(SignCoreError) {
+        guard started else { throw SignCoreError(.cryptoFailure, "libsodium failed to initialise") }
+    }
+}

@@ -1,0 +1,140 @@
+/// A request as the server received it: the inputs a verifier recomputes everything from.
+public struct ReceivedRequest: Sendable {
+    /// The body, whole or already hashed with `WHash.BodyHasher` while it streamed in.
+    public enum Body: Sendable {
+        case bytes([UInt8])
+        case whash(SHA256Digest)
+    }
+
+    public var method: String
+    /// The absolute URL the server serves this request under: its own scheme, the `Host` /
+    /// `:authority` it received, and the request target.
+    public var url: String
+    public var body: Body
+    /// The `whash` header value, if sent.
+    public var whash: String?
+    /// The `wtoken` header value, if sent.
+    public var wtoken: String?
+
+    public init(method: String, url: String, body: Body = .bytes([]), whash: String?, wtoken: String?) {
+        self.method = method
+        self.url = url
+        self.body = body
+        self.whash = whash
+        self.wtoken = wtoken
+    }
+}
+
+/// What a verified token proves: who signed this exact request, for which account, when.
+public struct VerifiedRequest: Sendable, Equatable {
+    public let keyID: String
+    public let algorithm: SignatureAlgorithm
+    /// The account the client bound into the token; empty for none.
+    public let account: String
+    public let created: Int64
+    public let expires: Int64
+    public let nonce: Nonce
+}
+
+/// Verifies signed requests (the server side; SPEC §5). Thread-safe: share one instance.
+public struct Verifier: Sendable {
+    public let keys: KeySet
+    /// Seconds a token's creation time may lie in the future (client clock ahead). No
+    /// allowance is made past expiry.
+    public let skew: Int64
+    /// Longest lifetime accepted, in seconds.
+    public let maxLifetime: Int64
+    /// Whether a request without a `whash` header is refused (`missingHeader`). When false the
+    /// header is still compared whenever present; the signature binds the whash either way.
+    public let requireWhashHeader: Bool
+    public let replayGuard: any ReplayGuard
+    public let clock: @Sendable () -> Int64
+
+    public init(keys: KeySet, replayGuard: any ReplayGuard, skew: Int64 = 30, maxLifetime: Int64 = 300,
+                requireWhashHeader: Bool = true, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
+        self.keys = keys
+        self.replayGuard = replayGuard
+        self.skew = max(0, skew)
+        self.maxLifetime = min(max(1, maxLifetime), WToken.maxLifetime)
+        self.requireWhashHeader = requireWhashHeader
+        self.clock = clock
+    }
+
+    /// Every check including the replay guard: a token is accepted once.
+    public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
+        let now = clock()
+        let verified = try check(request, now: now)
+        try await replayGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
+        return verified
+    }
+
+    /// Every check except the replay guard (SPEC §5 steps 1–8). On its own this accepts the
+    /// same token again until it expires; use `verify` unless replays are handled elsewhere.
+    public func check(_ request: ReceivedRequest, now: Int64? = nil) throws(SignCoreError) -> VerifiedRequest {
+        let now = now ?? clock()
+
+        // 1. The token: present, bounded, well-formed.
+        guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
+        let token = try WToken(parsing: header)
+
+        // 2. The request: a signable method and a valid URL.
+        let method = try HTTPMethod(token: request.method)
+        var canonical = [UInt8]()
+        try withBytes(of: Array(request.url.utf8)) { (raw) throws(SignCoreError) in try CanonicalURL.write(raw, into: &canonical) }
+
+        // 3. The key named by the token; its algorithm decides how the signature is checked.
+        guard let key = keys.key(id: token.keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
+        guard token.signature.count == key.algorithm.signatureByteCount else {
+            throw SignCoreError(.algorithmMismatch, "the signature length does not fit the key's algorithm")
+        }
+
+        // 4–5. Time: lifetime within policy, created no later than now + skew, not yet expired.
+        guard token.lifetime <= maxLifetime else {
+            throw SignCoreError(.lifetimeTooLong, "the token lifetime exceeds the verifier's maximum")
+        }
+        guard token.created <= now + skew else {
+            throw SignCoreError(.notYetValid, "the token was created in the future beyond the allowed clock skew")
+        }
+        guard now < token.expires else { throw SignCoreError(.expired, "the token has expired") }
+
+        // 6. whash recomputed from what was received, compared with the header in constant time.
+        let whash: SHA256Digest
+        switch (method.contentClass, request.body) {
+        case (.url, _): whash = canonical.withUnsafeBytes { WHash.ofCanonicalURL($0) }
+        case let (.body, .bytes(body)): whash = WHash.ofBody(body)
+        case let (.body, .whash(digest)): whash = digest
+        }
+        if let sent = request.whash {
+            guard let bytes = Base64URL.decode(sent), let sentDigest = SHA256Digest(bytes: bytes) else {
+                throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
+            }
+            guard sentDigest == whash else {
+                throw SignCoreError(.whashMismatch, "the whash header does not match the request content")
+            }
+        } else if requireWhashHeader {
+            throw SignCoreError(.missingHeader, "the request has no whash header")
+        }
+
+        // 7. Target: the token was signed for this method and canonical URL.
+        let target = canonical.withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
+        let hintMatches = target.withUnsafeBytes { digest in
+            token.targetHint.withUnsafeBytes { hint in sc_memcmp_prefix(digest, hint, WToken.targetHintBytes) }
+        }
+        guard hintMatches else {
+            throw SignCoreError(.targetMismatch, "the token was signed for another method or URL")
+        }
+
+        // 8. Signature over the signing input rebuilt from the request and the token.
+        var input = [UInt8]()
+        SigningInput.write(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash, created: token.created,
+                           lifetime: token.lifetime, nonce: token.nonce, account: token.account, into: &input)
+        let valid = input.withUnsafeBytes { message in
+            token.signature.withUnsafeBytes { signature in key.isValidSignature(signature, for: message) }
+        }
+        guard valid else { throw SignCoreError(.badSignature, "the signature does not verify") }
+
+        return VerifiedRequest(keyID: key.id, algorithm: key.algorithm, account: token.account,
+                               created: token.created, expires: token.expires, nonce: token.nonce)
+    }
+}
+

@@ -1,0 +1,1 @@
+public enum SignCoreVersion { public static let spec = "SignCore/1" }

@@ -1,0 +1,74 @@
+/// whash: the digest that binds a request's content (SPEC §3).
+///
+/// GET, HEAD, OPTIONS and DELETE hash the canonical URL; POST, PUT and PATCH hash the body
+/// bytes exactly as sent (an empty body is allowed). A fixed prefix per content class is hashed
+/// first, so a body can never produce the whash of a URL or the other way round:
+///
+///     whash = SHA-256("SignCore/1 whash url\n"  || canonical URL)
+///     whash = SHA-256("SignCore/1 whash body\n" || body)
+public enum WHash {
+    static let urlPrefix: [UInt8] = Array("SignCore/1 whash url\n".utf8)
+    static let bodyPrefix: [UInt8] = Array("SignCore/1 whash body\n".utf8)
+
+    /// The whash of a URL-class request, from its canonical URL bytes.
+    public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
+        var hasher = SHA256Hasher()
+        urlPrefix.withUnsafeBytes { hasher.update($0) }
+        hasher.update(canonicalURL)
+        return hasher.finalize()
+    }
+
+    /// The whash of a body-class request with the whole body in memory.
+    public static func ofBody(_ body: UnsafeRawBufferPointer) -> SHA256Digest {
+        var hasher = BodyHasher()
+        hasher.update(body)
+        return hasher.finalize()
+    }
+
+    public static func ofBody(_ body: [UInt8]) -> SHA256Digest { body.withUnsafeBytes { ofBody($0) } }
+
+    /// The whash for `method` and `url` (and `body` for body-class methods). The body of a
+    /// URL-class method is ignored, as a server ignores it.
+    public static func compute(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
+        switch method.contentClass {
+        case .body:
+            return ofBody(body)
+        case .url:
+            let canonical = Array(try CanonicalURL.canonicalize(url).utf8)
+            return canonical.withUnsafeBytes { ofCanonicalURL($0) }
+        }
+    }
+
+    /// Incremental whash of a body of any size in constant memory; feed the chunks as they
+    /// arrive. Refuses more than `limit` bytes so a server can bound its work.
+    public struct BodyHasher: Sendable {
+        private var hasher = SHA256Hasher()
+        public private(set) var byteCount: UInt64 = 0
+        public let limit: UInt64
+
+        public init(limit: UInt64 = .max) {
+            self.limit = limit
+            WHash.bodyPrefix.withUnsafeBytes { hasher.update($0) }
+        }
+
+        /// Adds a chunk; throws `bodyTooLarge` once the total passes `limit` (nothing is lost:
+        /// the hasher state is unchanged by the refused chunk).
+        public mutating func append(_ chunk: UnsafeRawBufferPointer) throws(SignCoreError) {
+            guard UInt64(chunk.count) <= limit - byteCount else {
+                throw SignCoreError(.bodyTooLarge, "the body is larger than the configured limit")
+            }
+            update(chunk)
+        }
+
+        mutating func update(_ chunk: UnsafeRawBufferPointer) {
+            hasher.update(chunk)
+            byteCount += UInt64(chunk.count)
+        }
+
+        public mutating func append(_ chunk: [UInt8]) throws(SignCoreError) {
+            try withBytes(of: chunk) { (raw) throws(SignCoreError) in try append(raw) }
+        }
+
+        public consuming func finalize() -> SHA256Digest { hasher.finalize() }
+    }
+}
