@@ -46,12 +46,12 @@ public enum JWK {
 
     /// Parses one JWK document.
     public static func parseKey(_ text: String) throws(SignCoreError) -> SigningKey {
-        try key(from: try JSON.parse(Array(text.utf8)))
+        try key(from: try document(text))
     }
 
     /// Parses a JWK Set document; a single JWK is accepted as a set of one.
     public static func parseKeys(_ text: String) throws(SignCoreError) -> [SigningKey] {
-        let json = try JSON.parse(Array(text.utf8))
+        let json = try document(text)
         guard let keys = json["keys"] else { return [try key(from: json)] }
         guard case let .array(items) = keys else { throw invalid("\"keys\" must be an array") }
         var result: [SigningKey] = []
@@ -102,6 +102,11 @@ public enum JWK {
         default:
             throw invalid("\"kty\" must be oct, OKP or EC")
         }
+    }
+
+    /// The parsed JSON of a key document; any JSON error is reported as `invalidKey`.
+    private static func document(_ text: String) throws(SignCoreError) -> JSON {
+        do { return try JSON.parse(Array(text.utf8)) } catch { throw invalid(error.detail) }
     }
 
     private static func invalid(_ detail: String) -> SignCoreError { SignCoreError(.invalidKey, "JWK: " + detail) }

@@ -628,7 +628,7 @@ def generate_jwk():
         except SpecError as e:
             case.update(result="invalid", error=e.code)
         except json.JSONDecodeError:
-            case.update(result="invalid", error="invalidInput")
+            case.update(result="invalid", error="invalidKey")
         cases.append(case)
 
     def dumps(j):
