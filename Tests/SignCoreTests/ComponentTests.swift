@@ -1,0 +1,175 @@
+import Testing
+@testable import SignCore
+
+@Suite struct ReplayGuardTests {
+    @Test func refusesWhenFullAndNeverForgetsAnUnexpiredNonce() async throws {
+        let guardian = InMemoryReplayGuard(capacity: 4, shardCount: 1)
+        let nonces = (0..<5).map { _ in Nonce.random() }
+        for nonce in nonces.prefix(4) { try guardian.record(nonce: nonce, expires: 100, now: 0) }
+        let full = #expect(throws: SignCoreError.self) { try guardian.record(nonce: nonces[4], expires: 100, now: 1) }
+        #expect(full?.code == .overloaded)
+        // Still remembered after the refusal.
+        for nonce in nonces.prefix(4) {
+            let replay = #expect(throws: SignCoreError.self) { try guardian.record(nonce: nonce, expires: 100, now: 2) }
+            #expect(replay?.code == .replayed)
+        }
+    }
+
+    @Test func expiredEntriesLeaveOnTheirOwn() throws {
+        let guardian = InMemoryReplayGuard(capacity: 100, shardCount: 1)
+        for i in 0..<100 { try guardian.record(nonce: .random(), expires: Int64(10 + i % 10), now: 0) }
+        #expect(guardian.count == 100)
+        // At t = 15 the entries expiring at 10...15 are gone, so there is room again.
+        try guardian.record(nonce: .random(), expires: 50, now: 15)
+        #expect(guardian.count == 100 - 60 + 1)
+        // A nonce may be used again only once its token has expired.
+        let nonce = Nonce.random()
+        try guardian.record(nonce: nonce, expires: 30, now: 20)
+        #expect(throws: SignCoreError.self) { try guardian.record(nonce: nonce, expires: 30, now: 29) }
+        try guardian.record(nonce: nonce, expires: 60, now: 30)
+    }
+
+    @Test func shardedGuardIsThreadSafe() async throws {
+        let guardian = InMemoryReplayGuard(capacity: 100_000)
+        let nonces = (0..<2000).map { _ in Nonce.random() }
+        // Every nonce offered twice, concurrently: exactly one success each.
+        let accepted = await withTaskGroup(of: Int.self) { group in
+            for nonce in nonces + nonces {
+                group.addTask { (try? guardian.record(nonce: nonce, expires: 100, now: 0)) != nil ? 1 : 0 }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(accepted == nonces.count)
+        #expect(guardian.count == nonces.count)
+    }
+}
+
+@Suite struct KeyTests {
+    @Test(arguments: SignatureAlgorithm.allCases)
+    func jwkRoundTrip(_ algorithm: SignatureAlgorithm) throws {
+        let key = try SigningKey.generate(algorithm)
+        let text = try JWK.serialize(key, includePrivate: true)
+        let again = try JWK.parseKey(text)
+        #expect(again.id == key.id)
+        #expect(again.algorithm == algorithm)
+        #expect(again.publicKey == key.publicKey)
+        #expect(again.exportSecret() == key.exportSecret())
+        // The default key id is the RFC 7638 thumbprint: 43 base64url characters.
+        #expect(key.id.utf8.count == 43)
+        if algorithm != .hmacSHA256 {
+            let publicText = try JWK.serialize(key, includePrivate: false)
+            #expect(!publicText.contains("\"d\""))
+            let publicKey = try JWK.parseKey(publicText)
+            #expect(publicKey.id == key.id && !publicKey.canSign)
+        } else {
+            #expect(throws: SignCoreError.self) { _ = try JWK.serialize(key, includePrivate: false) }
+        }
+    }
+
+    @Test func keySetDocument() throws {
+        let keys = try SignatureAlgorithm.allCases.map { try SigningKey.generate($0) }
+        let set = try KeySet(jwks: try JWK.serialize(keys, includePrivate: true))
+        #expect(set.count == 3)
+        #expect(Set(set.ids) == Set(keys.map(\.id)))
+        let duplicate = try JWK.serialize([keys[0], keys[0]], includePrivate: true)
+        #expect(throws: SignCoreError.self) { _ = try KeySet(jwks: duplicate) }
+    }
+
+    @Test func customKeyIDs() throws {
+        #expect(try SigningKey.generate(.hmacSHA256, id: "app-2026_v1").id == "app-2026_v1")
+        for bad in ["", "has space", "dot.ted", String(repeating: "k", count: 65), "é"] {
+            #expect(throws: SignCoreError.self) { _ = try SigningKey.generate(.hmacSHA256, id: bad) }
+        }
+    }
+
+    @Test func hmacSecretLength() {
+        #expect(throws: SignCoreError.self) { _ = try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 31)) }
+        #expect(throws: SignCoreError.self) { _ = try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 1025)) }
+    }
+
+    @Test func malformedKeyDocumentsAreErrors() {
+        for text in ["", "{", "[]", "null", #"{"kty":1}"#, #"{"kty":"oct","k":"@@"}"#, String(repeating: "[", count: 100),
+                     #"{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}"#, #"{"keys":{}}"#, #"{"keys":[{"kty":"OKP"}]}"#] {
+            let error = #expect(throws: SignCoreError.self) { _ = try JWK.parseKeys(text) }
+            #expect(error?.code == .invalidKey, "\(text)")
+        }
+    }
+}
+
+@Suite struct EncodingTests {
+    @Test func base64URLRoundTripAndStrictness() {
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
+            let text = Base64URL.encode(bytes)
+            #expect(text.utf8.count == Base64URL.encodedLength(length))
+            #expect(Base64URL.decode(text) == bytes)
+        }
+        for bad in ["A", "AB=", "AB+/", "AB==", "AQ", "AAB", "A A"] where bad != "AQ" {
+            #expect(Base64URL.decode(bad) == nil, "\(bad)")
+        }
+        #expect(Base64URL.decode("AQ") == [1])
+        #expect(Base64URL.decode("AR") == nil)  // unused bits set: a second spelling of [1]
+    }
+
+    @Test func tokenParserNeverCrashes() {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("v1.0123456789AZaz-_=+/ \u{0}é".utf8) + [0xFF]
+        for _ in 0..<20_000 {
+            let bytes = (0..<Int.random(in: 0..<120, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
+            _ = try? WToken(parsing: String(decoding: bytes, as: UTF8.self))
+        }
+        let huge = String(repeating: "v1.", count: 100_000)
+        let error = #expect(throws: SignCoreError.self) { _ = try WToken(parsing: huge) }
+        #expect(error?.code == .headerTooLarge)
+    }
+
+    @Test func tokenEncodingRoundTrips() throws {
+        let token = WToken(keyID: "k1", created: 1_790_000_000, lifetime: 60, nonce: .random(),
+                           targetHint: [1, 2, 3, 4, 5, 6], account: "用户", signature: [UInt8](repeating: 7, count: 64))
+        #expect(try WToken(parsing: token.encoded) == token)
+    }
+
+    @Test func bodyHasherLimit() throws {
+        var hasher = WHash.BodyHasher(limit: 10)
+        try hasher.append([UInt8](repeating: 1, count: 6))
+        let error = #expect(throws: SignCoreError.self) { try hasher.append([UInt8](repeating: 1, count: 5)) }
+        #expect(error?.code == .bodyTooLarge)
+        try hasher.append([UInt8](repeating: 1, count: 4))
+        #expect(hasher.finalize() == WHash.ofBody([UInt8](repeating: 1, count: 10)))
+    }
+
+    @Test func digestComparesByValue() {
+        let a = SHA256Hasher.hash(Array("a".utf8)), b = SHA256Hasher.hash(Array("b".utf8))
+        #expect(a == SHA256Hasher.hash(Array("a".utf8)))
+        #expect(a != b)
+        #expect(a.description == "ypeBEsobvcr6wjGzmiPcTaeG7_gUfE5yuYB3ha_uSLs")
+    }
+}
+
+@Suite struct ErrorCodeTests {
+    @Test func codesAreStableAndDescribed() {
+        let codes = SignCoreError.Code.allCases
+        #expect(Set(codes.map(\.rawValue)).count == codes.count)
+        #expect(Set(codes.map(\.name)).count == codes.count)
+        for code in codes { #expect(SignCoreError.Code(name: code.name) == code) }
+        #expect(SignCoreError.Code.badSignature.rawValue == 12)
+        #expect(SignCoreError(.expired, "x").isRetryable)
+        #expect(SignCoreError.Code.expired.advice == .resyncClock)
+        #expect(!SignCoreError(.invalidURL, "x").isRetryable)
+        #expect(SignCoreError.Code.overloaded.advice == .retryLater)
+    }
+
+    @Test func errorTextCarriesNoSecretsOrInput() async throws {
+        let secretURL = "https://api.example.com/secret-path?token=hunter2"
+        let pair = try Pair(.hmacSHA256)
+        let headers = try pair.signer.sign(method: .post, url: secretURL, body: Array("password=hunter2".utf8))
+        let request = received("POST", secretURL, Array("password=hunter3".utf8), headers)
+        do {
+            _ = try pair.verifier.check(request)
+            Issue.record("tampered body accepted")
+        } catch {
+            #expect(!error.description.contains("hunter"))
+            #expect(!error.description.contains(headers.wtoken))
+        }
+    }
+}
