@@ -19,15 +19,16 @@ let package = Package(
         ),
         // The engine: canonical form, whash, wtoken, keys, signer, verifier, replay guard.
         .target(name: "SignCore", dependencies: ["CSignShim"]),
+        // Loads and checks the JSON vectors of Vectors/ (Foundation allowed: not the hot path).
+        .target(name: "SignCoreVectors", dependencies: ["SignCore"]),
         .executableTarget(
             name: "signtool",
-            dependencies: ["SignCore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "bench", dependencies: ["SignCore", "CSignShim"]),
         .testTarget(
             name: "SignCoreTests",
-            dependencies: ["SignCore", "CSignShim"],
-            resources: []
+            dependencies: ["SignCore", "SignCoreVectors", "CSignShim"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -12,8 +12,13 @@ public enum CanonicalURL {
 
     /// The canonical form of `url` as a string.
     public static func canonicalize(_ url: String) throws(SignCoreError) -> String {
+        try canonicalize(bytes: Array(url.utf8))
+    }
+
+    /// The canonical form of URL bytes (which need not be valid UTF-8: that is an error).
+    public static func canonicalize(bytes: [UInt8]) throws(SignCoreError) -> String {
         var out = [UInt8]()
-        try withBytes(of: Array(url.utf8)) { (input) throws(SignCoreError) in try write(input, into: &out) }
+        try withBytes(of: bytes) { (input) throws(SignCoreError) in try write(input, into: &out) }
         return String(decoding: out, as: UTF8.self)
     }
 

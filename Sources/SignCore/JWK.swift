@@ -1,6 +1,13 @@
 /// Keys as JSON Web Keys (RFC 7517, SPEC §6): parse, serialise, and the RFC 7638 thumbprint
 /// that is the default key id.
 public enum JWK {
+    /// The RFC 7638 thumbprint of a key, whatever its key id.
+    public static func thumbprint(of key: SigningKey) -> String {
+        var secret = key.algorithm == .hmacSHA256 ? key.exportSecret() ?? [] : []
+        defer { secret.withUnsafeMutableBytes { sc_memzero_bytes($0) } }
+        return thumbprint(algorithm: key.algorithm, publicKey: key.publicKey, hmacSecret: secret)
+    }
+
     /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)).
     static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: [UInt8]) -> String {
         let json: String

@@ -25,6 +25,15 @@ public enum SigningInput {
         return hasher.finalize()
     }
 
+    /// The signing input as bytes (for interoperability checks; signing writes it directly).
+    public static func bytes(algorithm: SignatureAlgorithm, keyID: String, target: SHA256Digest, whash: SHA256Digest,
+                             created: Int64, lifetime: Int64, nonce: Nonce, account: String) -> [UInt8] {
+        var out = [UInt8]()
+        write(algorithm: algorithm, keyID: keyID, target: target, whash: whash, created: created, lifetime: lifetime,
+              nonce: nonce, account: account, into: &out)
+        return out
+    }
+
     /// Appends the signing input to `out`.
     static func write(algorithm: SignatureAlgorithm, keyID: String, target: SHA256Digest, whash: SHA256Digest,
                       created: Int64, lifetime: Int64, nonce: Nonce, account: String, into out: inout [UInt8]) {

@@ -1,0 +1,168 @@
+import Foundation
+import SignCore
+
+/// Runs vector cases through SignCore. Each check returns the problems found (none: passed),
+/// so the test suite and `signtool vectors --check` share one definition of "passes".
+public enum VectorCheck {
+    /// The outcome of an operation as the vector files state it.
+    enum Outcome: Equatable, CustomStringConvertible {
+        case valid(String)
+        case invalid(String)
+
+        init(result: String, expected: String?, error: String?) {
+            self = result == "valid" ? .valid(expected ?? "") : .invalid(error ?? "")
+        }
+
+        init(_ body: () throws -> String) {
+            do { self = .valid(try body()) } catch let error as SignCoreError { self = .invalid(error.code.name) } catch {
+                self = .invalid("\(error)")
+            }
+        }
+
+        var description: String {
+            switch self {
+            case let .valid(value): "valid \(value)"
+            case let .invalid(code): "invalid \(code)"
+            }
+        }
+    }
+
+    static func compare(_ got: Outcome, _ want: Outcome, _ tcId: Int) -> [String] {
+        got == want ? [] : ["tcId \(tcId): got \(got), expected \(want)"]
+    }
+
+    public static func canonicalURL(_ tc: CanonicalURLVectors.Case) -> [String] {
+        guard let bytes = tc.inputHex.map({ [UInt8](hex: $0) }) ?? tc.input.map({ Array($0.utf8) }) else {
+            return ["tcId \(tc.tcId): no input"]
+        }
+        let got = Outcome { try CanonicalURL.canonicalize(bytes: bytes) }
+        var problems = compare(got, Outcome(result: tc.result, expected: tc.expected, error: tc.error), tc.tcId)
+        if case let .valid(once) = got, (try? CanonicalURL.canonicalize(once)) != once {
+            problems.append("tcId \(tc.tcId): the canonical form is not its own canonical form")
+        }
+        return problems
+    }
+
+    public static func canonicalPair(_ tc: CanonicalURLVectors.Pair) -> [String] {
+        guard let a = try? CanonicalURL.canonicalize(tc.a), let b = try? CanonicalURL.canonicalize(tc.b) else {
+            return ["tcId \(tc.tcId): a spelling is invalid"]
+        }
+        return (a == b) == (tc.result == "same") ? [] : ["tcId \(tc.tcId): \(a) vs \(b), expected \(tc.result)"]
+    }
+
+    public static func whash(_ tc: WHashVectors.Case) -> [String] {
+        guard let body = tc.body?.bytes ?? [] as [UInt8]? else { return ["tcId \(tc.tcId): unknown body formula"] }
+        let got = Outcome { try WHash.compute(method: try HTTPMethod(token: tc.method), url: tc.url ?? "", body: body).description }
+        var problems = compare(got, Outcome(result: tc.result, expected: tc.expected, error: tc.error), tc.tcId)
+        // The incremental hasher, fed in uneven chunks, agrees with the one-shot value.
+        if case let .valid(expected) = got, HTTPMethod(rawValue: tc.method)?.contentClass == .body {
+            var hasher = WHash.BodyHasher()
+            var offset = 0, chunk = 1
+            while offset < body.count {
+                let end = min(body.count, offset + chunk)
+                try? hasher.append(Array(body[offset..<end]))
+                offset = end
+                chunk = chunk * 7 + 3
+            }
+            if hasher.finalize().description != expected { problems.append("tcId \(tc.tcId): incremental whash differs") }
+        }
+        return problems
+    }
+
+    public static func sign(_ tc: WTokenVectors.SignCase, in file: WTokenVectors) -> [String] {
+        do {
+            let key = try file.key(tc.key)
+            let method = try HTTPMethod(token: tc.method)
+            guard let body = tc.body?.bytes ?? [] as [UInt8]?, let nonceBytes = [UInt8](hex: tc.nonce),
+                  let nonce = Nonce(bytes: nonceBytes) else { return ["tcId \(tc.tcId): bad body or nonce"] }
+            let canonical = try CanonicalURL.canonicalize(tc.url)
+            let whash = try WHash.compute(method: method, url: tc.url, body: body)
+            let target = Array(canonical.utf8).withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
+            let input = SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash,
+                                           created: tc.created, lifetime: tc.lifetime, nonce: nonce, account: tc.account)
+            let headers = try Signer(key: key, lifetime: tc.lifetime, account: tc.account)
+                .sign(method: method, url: tc.url, body: body, created: tc.created, nonce: nonce)
+            var problems: [String] = []
+            func check(_ name: String, _ got: String, _ want: String) {
+                if got != want { problems.append("tcId \(tc.tcId): \(name) is \(got), expected \(want)") }
+            }
+            check("canonicalURL", canonical, tc.expected.canonicalURL)
+            check("whash", whash.description, tc.expected.whash)
+            check("targetDigest", target.bytes.hex, tc.expected.targetDigest)
+            check("signingInput", input.hex, tc.expected.signingInput)
+            check("whash header", headers.whash, tc.expected.whash)
+            check("wtoken", headers.wtoken, tc.expected.wtoken)
+            return problems
+        } catch {
+            return ["tcId \(tc.tcId): \(error)"]
+        }
+    }
+
+    public static func verify(_ tc: WTokenVectors.VerifyCase, in file: WTokenVectors) async -> [String] {
+        let replayGuard = InMemoryReplayGuard()
+        var keys = KeySet()
+        do {
+            for name in tc.verifierKeys { try keys.add(try file.key(name)) }
+            for hex in tc.seenNonces {
+                guard let nonce = [UInt8](hex: hex).flatMap({ Nonce(bytes: $0) }) else { return ["tcId \(tc.tcId): bad nonce"] }
+                try replayGuard.record(nonce: nonce, expires: .max, now: 0)
+            }
+        } catch {
+            return ["tcId \(tc.tcId): \(error)"]
+        }
+        guard let body = tc.request.body?.bytes ?? [] as [UInt8]? else { return ["tcId \(tc.tcId): bad body"] }
+        let now = tc.now
+        let verifier = Verifier(keys: keys, replayGuard: replayGuard, skew: tc.skew, maxLifetime: tc.maxLifetime,
+                                requireWhashHeader: tc.requireWhash, clock: { now })
+        let request = ReceivedRequest(method: tc.request.method, url: tc.request.url, body: .bytes(body),
+                                      whash: tc.request.whash, wtoken: tc.request.wtoken)
+        let got: Outcome
+        do {
+            let v = try await verifier.verify(request)
+            got = .valid("\(v.keyID) \(v.account) \(v.created) \(v.expires)")
+        } catch {
+            got = .invalid(error.code.name)
+        }
+        let want = tc.expected.map { Outcome.valid("\($0.keyID) \($0.account) \($0.created) \($0.expires)") }
+            ?? Outcome(result: tc.result, expected: nil, error: tc.error)
+        return compare(got, want, tc.tcId)
+    }
+
+    public static func jwk(_ tc: JWKVectors.Case) -> [String] {
+        let got = Outcome {
+            let key = try JWK.parseKey(tc.jwk)
+            return "\(key.id) \(JWK.thumbprint(of: key)) \(key.algorithm.rawValue)"
+        }
+        let want = tc.expected.map { Outcome.valid("\($0.kid) \($0.thumbprint) \($0.alg)") }
+            ?? Outcome(result: tc.result, expected: nil, error: tc.error)
+        return compare(got, want, tc.tcId)
+    }
+
+    /// Cases and problems per vector file.
+    public struct Report: Sendable {
+        public var cases: [String: Int] = [:]
+        public var problems: [String] = []
+        public var total: Int { cases.values.reduce(0, +) }
+    }
+
+    /// Every case of every vector file in `directory`.
+    public static func all(in directory: URL = VectorFile.sourceDirectory) async throws -> Report {
+        var report = Report()
+        func add(_ file: String, _ count: Int, _ problems: [String]) {
+            report.cases[file, default: 0] += count
+            report.problems += problems.map { "\(file) \($0)" }
+        }
+        let urls: CanonicalURLVectors = try VectorFile.load(CanonicalURLVectors.fileName, from: directory)
+        add(CanonicalURLVectors.fileName, urls.tests.count + urls.pairs.count,
+            urls.tests.flatMap(canonicalURL) + urls.pairs.flatMap(canonicalPair))
+        let whashes: WHashVectors = try VectorFile.load(WHashVectors.fileName, from: directory)
+        add(WHashVectors.fileName, whashes.tests.count, whashes.tests.flatMap(whash))
+        let tokens: WTokenVectors = try VectorFile.load(WTokenVectors.fileName, from: directory)
+        var tokenProblems = tokens.sign.flatMap { sign($0, in: tokens) }
+        for tc in tokens.verify { tokenProblems += await verify(tc, in: tokens) }
+        add(WTokenVectors.fileName, tokens.sign.count + tokens.verify.count, tokenProblems)
+        let jwks: JWKVectors = try VectorFile.load(JWKVectors.fileName, from: directory)
+        add(JWKVectors.fileName, jwks.tests.count, jwks.tests.flatMap(jwk))
+        return report
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import SignCore
+
+/// The JSON vector files of `Vectors/` (docs/SPEC.md §8) as Swift values.
+public enum VectorFile {
+    /// `Vectors/` of the source tree this module was built from.
+    public static let sourceDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Vectors")
+
+    public static func load<T: Decodable>(_ name: String, from directory: URL = sourceDirectory, as type: T.Type = T.self) throws -> T {
+        let data = try Data(contentsOf: directory.appendingPathComponent(name))
+        return try JSONDecoder().decode(T.self, from: data)
+    }
+}
+
+/// A body as the vector files give it: `utf8`, `hex`, or a `formula`.
+public struct BodySpec: Decodable, Sendable {
+    public struct Formula: Decodable, Sendable {
+        public let length: Int
+        public let byte: String
+    }
+
+    public let utf8: String?
+    public let hex: String?
+    public let formula: Formula?
+
+    /// The body bytes; nil for a formula this code does not know.
+    public var bytes: [UInt8]? {
+        if let utf8 { return Array(utf8.utf8) }
+        if let hex { return [UInt8](hex: hex) }
+        guard let formula else { return [] }
+        guard formula.byte == "i mod 251" else { return nil }
+        return (0..<formula.length).map { UInt8($0 % 251) }
+    }
+}
+
+public struct CanonicalURLVectors: Decodable, Sendable {
+    public struct Case: Decodable, Sendable {
+        public let tcId: Int
+        public let comment: String
+        public let input: String?
+        public let inputHex: String?
+        public let result: String
+        public let expected: String?
+        public let error: String?
+    }
+
+    public struct Pair: Decodable, Sendable {
+        public let tcId: Int
+        public let comment: String
+        public let a: String
+        public let b: String
+        public let result: String
+    }
+
+    public let tests: [Case]
+    public let pairs: [Pair]
+    public static let fileName = "canonical_url.json"
+}
+
+public struct WHashVectors: Decodable, Sendable {
+    public struct Case: Decodable, Sendable {
+        public let tcId: Int
+        public let comment: String
+        public let method: String
+        public let url: String?
+        public let body: BodySpec?
+        public let result: String
+        public let expected: String?
+        public let error: String?
+    }
+
+    public let tests: [Case]
+    public static let fileName = "whash.json"
+}
+
+public struct WTokenVectors: Decodable, Sendable {
+    public struct SignCase: Decodable, Sendable {
+        public struct Expected: Decodable, Sendable {
+            public let canonicalURL: String
+            public let whash: String
+            public let targetDigest: String
+            public let signingInput: String
+            public let wtoken: String
+        }
+
+        public let tcId: Int
+        public let comment: String
+        public let key: String
+        public let method: String
+        public let url: String
+        public let body: BodySpec?
+        public let created: Int64
+        public let lifetime: Int64
+        public let nonce: String
+        public let account: String
+        public let expected: Expected
+    }
+
+    public struct Request: Decodable, Sendable {
+        public let method: String
+        public let url: String
+        public let body: BodySpec?
+        public let whash: String?
+        public let wtoken: String?
+    }
+
+    public struct VerifyCase: Decodable, Sendable {
+        public struct Expected: Decodable, Sendable, Equatable {
+            public let keyID: String
+            public let account: String
+            public let created: Int64
+            public let expires: Int64
+        }
+
+        public let tcId: Int
+        public let comment: String
+        public let verifierKeys: [String]
+        public let now: Int64
+        public let skew: Int64
+        public let maxLifetime: Int64
+        public let requireWhash: Bool
+        public let seenNonces: [String]
+        public let request: Request
+        public let result: String
+        public let expected: Expected?
+        public let error: String?
+    }
+
+    public let keys: [String: [String: String]]
+    public let sign: [SignCase]
+    public let verify: [VerifyCase]
+    public static let fileName = "wtoken.json"
+
+    /// The named key, parsed from its JWK.
+    public func key(_ name: String) throws -> SigningKey {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try JWK.parseKey(String(decoding: try encoder.encode(keys[name] ?? [:]), as: UTF8.self))
+    }
+}
+
+public struct JWKVectors: Decodable, Sendable {
+    public struct Case: Decodable, Sendable {
+        public struct Expected: Decodable, Sendable {
+            public let kid: String
+            public let thumbprint: String
+            public let alg: String
+        }
+
+        public let tcId: Int
+        public let comment: String
+        public let jwk: String
+        public let result: String
+        public let expected: Expected?
+        public let error: String?
+    }
+
+    public let tests: [Case]
+    public static let fileName = "jwk.json"
+}
+
+extension Array where Element == UInt8 {
+    /// Bytes from lower- or upper-case hex; nil for anything else.
+    public init?(hex: String) {
+        let chars = Array(hex.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        for i in stride(from: 0, to: chars.count, by: 2) {
+            guard let byte = UInt8(String(decoding: chars[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        self = out
+    }
+
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for byte in self { out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
