@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import SignCore
+
+@main
+struct SignTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signtool",
+        abstract: "Sign and verify HTTP requests with SignCore (\(SignCoreVersion.spec)).",
+        subcommands: [Keygen.self, Hash.self, Sign.self, Verify.self, Vectors.self, Demo.self]
+    )
+}
+
+/// Prints one line to standard error and exits with status 1.
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("signtool: \(message)\n".utf8))
+    Foundation.exit(1)
+}
+
+/// Runs `body`; any error becomes one line on standard error and exit status 1.
+func orFail<T>(_ body: () throws -> T) -> T {
+    do { return try body() } catch let error as SignCoreError { fail(error.description) } catch {
+        fail(error.localizedDescription)
+    }
+}
+
+func readFile(_ path: String) -> Data {
+    guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
+    return data
+}
+
+func readText(_ path: String) -> String {
+    guard let text = String(data: readFile(path), encoding: .utf8) else { fail("\(path) is not UTF-8 text") }
+    return text
+}
+
+func parseMethod(_ token: String) -> HTTPMethod { orFail { try HTTPMethod(token: token) } }
+
+extension SignatureAlgorithm: ExpressibleByArgument {
+    public init?(argument: String) {
+        switch argument.lowercased() {
+        case "hmac", "hs256": self = .hmacSHA256
+        case "ed25519", "eddsa": self = .ed25519
+        case "p256", "p-256", "es256": self = .p256
+        default: return nil
+        }
+    }
+
+    public static var allValueStrings: [String] { ["hmac", "ed25519", "p256"] }
+}
