@@ -34,6 +34,12 @@ public final class SigningKey: @unchecked Sendable {
     public static let maxHMACSecretBytes = 1024
     public static let maxKeyIDLength = 64
 
+    /// The prepared HMAC key schedule at the start of `secret` (HMAC keys only).
+    private var hmacKey: UnsafePointer<sc_hmac_key>? {
+        guard algorithm == .hmacSHA256 else { return nil }
+        return UnsafePointer(secret?.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self))
+    }
+
     /// Whether this key can sign (HMAC secrets and private keys can; public keys only verify).
     public var canSign: Bool { secret != nil }
 
@@ -88,8 +94,8 @@ public final class SigningKey: @unchecked Sendable {
         let stateSize = MemoryLayout<sc_hmac_key>.size
         let buffer = allocateSecret(stateSize + secret.count)
         secret.withUnsafeBytes { raw in
-            sc_hmac_key_init(buffer.baseAddress!.assumingMemoryBound(to: sc_hmac_key.self), raw.baseAddress, raw.count)
-            buffer.baseAddress!.advanced(by: stateSize).copyMemory(from: raw.baseAddress!, byteCount: raw.count)
+            sc_hmac_key_init(buffer.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self), raw.baseAddress, raw.count)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[stateSize...]).copyMemory(from: raw)
         }
         return SigningKey(id: id, algorithm: .hmacSHA256, publicKey: [], secret: buffer, p256: nil)
     }
@@ -207,8 +213,7 @@ public final class SigningKey: @unchecked Sendable {
         let rc: Int32 = signature.withUnsafeMutableBytes { out in
             switch algorithm {
             case .hmacSHA256:
-                sc_hmac_sha256(secret.baseAddress!.assumingMemoryBound(to: sc_hmac_key.self),
-                               message.baseAddress, message.count, out.baseAddress)
+                sc_hmac_sha256(hmacKey, message.baseAddress, message.count, out.baseAddress)
                 return 0
             case .ed25519:
                 return sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, out.baseAddress)
@@ -225,10 +230,9 @@ public final class SigningKey: @unchecked Sendable {
         guard signature.count == algorithm.signatureByteCount else { return false }
         switch algorithm {
         case .hmacSHA256:
-            guard let secret else { return false }
+            guard let hmacKey else { return false }
             return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
-                sc_hmac_sha256(secret.baseAddress!.assumingMemoryBound(to: sc_hmac_key.self),
-                               message.baseAddress, message.count, expected.baseAddress)
+                sc_hmac_sha256(hmacKey, message.baseAddress, message.count, expected.baseAddress)
                 defer { sc_memzero(expected.baseAddress, 32) }
                 return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
             }
