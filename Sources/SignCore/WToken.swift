@@ -34,10 +34,8 @@ public struct WToken: Sendable, Equatable {
 
     /// The header value.
     public var encoded: String {
-        var fields = [WToken.version, keyID, String(created), String(lifetime), nonce.description,
-                      Base64URL.encode(targetHint), Base64URL.encode(Array(account.utf8)), Base64URL.encode(signature)]
-        defer { fields.removeAll() }
-        return fields.joined(separator: ".")
+        [WToken.version, keyID, String(created), String(lifetime), nonce.description,
+         Base64URL.encode(targetHint), Base64URL.encode(Array(account.utf8)), Base64URL.encode(signature)].joined(separator: ".")
     }
 
     /// Parses a header value strictly: every field has exactly one spelling, so a token with any

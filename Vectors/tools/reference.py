@@ -615,12 +615,19 @@ def generate_wtoken():
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
 
+def unique_members(pairs):
+    """JSON object hook: §6.1 refuses duplicate member names."""
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise SpecError("invalidKey")
+    return dict(pairs)
+
+
 def generate_jwk():
     cases = []
     def add(comment, text):
         case = {"tcId": len(cases) + 1, "comment": comment, "jwk": text}
         try:
-            doc = json.loads(text, object_pairs_hook=lambda pairs: dict(pairs) if len(set(k for k, _ in pairs)) == len(pairs) else (_ for _ in ()).throw(SpecError("invalidKey")))
+            doc = json.loads(text, object_pairs_hook=unique_members)
             if not isinstance(doc, dict):
                 raise SpecError("invalidKey")
             k = Key(doc)
