@@ -287,7 +287,8 @@ class Key:
             return hmac.new(self.secret, message, hashlib.sha256).digest()
         if self.alg == "EdDSA":
             return self.private.sign(message)
-        r, s = utils.decode_dss_signature(self.private.sign(message, ec.ECDSA(hashes.SHA256())))
+        # RFC 6979 deterministic nonces keep the generated file stable; verifiers cannot tell.
+        r, s = utils.decode_dss_signature(self.private.sign(message, ec.ECDSA(hashes.SHA256(), deterministic_signing=True)))
         return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
     def verify(self, message: bytes, signature: bytes) -> bool:
