@@ -26,6 +26,7 @@ public struct Signer: Sendable {
 
     public init(key: SigningKey, lifetime: Int64 = 60, account: String = "",
                 clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) throws(SignCoreError) {
+        try SignCoreRuntime.start()  // nonces come from libsodium
         guard key.canSign else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
         guard (1...WToken.maxLifetime).contains(lifetime) else {
             throw SignCoreError(.lifetimeTooLong, "the lifetime must be 1 to 86400 seconds")
