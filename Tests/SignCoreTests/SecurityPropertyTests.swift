@@ -208,4 +208,37 @@ import Testing
             #expect(throws: SignCoreError.self) { _ = try Signer(key: key) }
         }
     }
+
+    /// Arbitrary header values, methods and URLs: always a SignCoreError, never a crash or a pass.
+    @Test func arbitraryInputIsRefusedCleanly() throws {
+        let pair = try Pair(.hmacSHA256)
+        let valid = try pair.signer.sign(method: .get, url: Self.url)
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("v1.-_AZaz09=%/:?#&é \u{0}".utf8) + [0xFF, 0x80]
+        func noise(_ base: String) -> String {
+            var bytes = Array(base.utf8)
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                let i = Int.random(in: 0...bytes.count, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: bytes.insert(alphabet.randomElement(using: &rng)!, at: i)
+                case 1: if i < bytes.count { bytes.remove(at: i) }
+                default: if i < bytes.count { bytes[i] = alphabet.randomElement(using: &rng)! }
+                }
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        for _ in 0..<3000 {
+            let request = ReceivedRequest(method: Bool.random(using: &rng) ? "GET" : noise("GET"), url: noise(Self.url),
+                                          whash: Bool.random(using: &rng) ? valid.whash : noise(valid.whash),
+                                          wtoken: noise(valid.wtoken))
+            do {
+                _ = try pair.verifier.check(request)
+                // Only a change that canonicalises away (e.g. a dropped fragment) may still verify.
+                #expect(try CanonicalURL.canonicalize(request.url) == CanonicalURL.canonicalize(Self.url))
+                #expect(request.wtoken == valid.wtoken)
+            } catch {
+                #expect(error.detail.isEmpty == false)
+            }
+        }
+    }
 }
