@@ -1,19 +1,5 @@
 import CSignShim
 
-/// The signature algorithms (SPEC §6). A key has exactly one; a token never names it, so a
-/// verifier cannot be talked into checking a signature with another algorithm.
-public enum SignatureAlgorithm: String, Sendable, CaseIterable {
-    /// HMAC-SHA256 under a shared secret of at least 32 bytes (JWK `oct`, `alg` HS256).
-    case hmacSHA256 = "HS256"
-    /// Ed25519, RFC 8032 (JWK `OKP`/`Ed25519`, `alg` EdDSA).
-    case ed25519 = "EdDSA"
-    /// ECDSA P-256 with SHA-256, signature r || s (JWK `EC`/`P-256`, `alg` ES256).
-    case p256 = "ES256"
-
-    /// Bytes of a signature.
-    public var signatureByteCount: Int { self == .hmacSHA256 ? 32 : 64 }
-}
-
 /// A key: an HMAC secret, or an Ed25519 / P-256 key pair or public key.
 ///
 /// Secret material lives in one buffer of its own, zeroed when the key is released. Keys are
@@ -241,14 +227,5 @@ public final class SigningKey: @unchecked Sendable {
         case .p256:
             return sc_p256_verify(p256, message.baseAddress, message.count, signature.baseAddress) == 0
         }
-    }
-}
-
-/// One-time library start (libsodium's `sodium_init`), run on first use.
-enum SignCoreRuntime {
-    private static let started: Bool = sc_init() == 0
-
-    static func start() throws(SignCoreError) {
-        guard started else { throw SignCoreError(.cryptoFailure, "libsodium failed to initialise") }
     }
 }

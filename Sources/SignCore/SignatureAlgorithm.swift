@@ -1,0 +1,13 @@
+/// The signature algorithms (SPEC §6). A key has exactly one; a token never names it, so a
+/// verifier cannot be talked into checking a signature with another algorithm.
+public enum SignatureAlgorithm: String, Sendable, CaseIterable {
+    /// HMAC-SHA256 under a shared secret of at least 32 bytes (JWK `oct`, `alg` HS256).
+    case hmacSHA256 = "HS256"
+    /// Ed25519, RFC 8032 (JWK `OKP`/`Ed25519`, `alg` EdDSA).
+    case ed25519 = "EdDSA"
+    /// ECDSA P-256 with SHA-256, signature r || s (JWK `EC`/`P-256`, `alg` ES256).
+    case p256 = "ES256"
+
+    /// Bytes of a signature.
+    public var signatureByteCount: Int { self == .hmacSHA256 ? 32 : 64 }
+}
