@@ -12,14 +12,19 @@ public enum CanonicalURL {
 
     /// The canonical form of `url` as a string.
     public static func canonicalize(_ url: String) throws(SignCoreError) -> String {
-        try canonicalize(bytes: Array(url.utf8))
+        String(decoding: try canonicalBytes(Array(url.utf8)), as: UTF8.self)
     }
 
     /// The canonical form of URL bytes (which need not be valid UTF-8: that is an error).
     public static func canonicalize(bytes: [UInt8]) throws(SignCoreError) -> String {
+        String(decoding: try canonicalBytes(bytes), as: UTF8.self)
+    }
+
+    /// The canonical form of URL bytes, as bytes.
+    public static func canonicalBytes(_ input: [UInt8]) throws(SignCoreError) -> [UInt8] {
         var out = [UInt8]()
-        try withBytes(of: bytes) { (input) throws(SignCoreError) in try write(input, into: &out) }
-        return String(decoding: out, as: UTF8.self)
+        try withBytes(of: input) { (raw) throws(SignCoreError) in try write(raw, into: &out) }
+        return out
     }
 
     /// Appends the canonical form of the URL bytes to `out`. On error `out` is left as it was.

@@ -47,39 +47,35 @@ public struct Signer: Sendable {
 
     /// Signs a request whose body is in memory (ignored for GET, HEAD, OPTIONS and DELETE).
     public func sign(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SignedHeaders {
-        try sign(method: method, url: url, whash: try WHash.compute(method: method, url: url, body: body))
+        try sign(method: method, url: url, body: .bytes(body), created: clock(), nonce: .random())
     }
 
     /// Signs a request whose body was hashed separately (`WHash.BodyHasher`, for streamed bodies).
     public func sign(method: HTTPMethod, url: String, bodyWHash: SHA256Digest) throws(SignCoreError) -> SignedHeaders {
-        let whash = method.contentClass == .body ? bodyWHash : try WHash.compute(method: method, url: url)
-        return try sign(method: method, url: url, whash: whash)
+        try sign(method: method, url: url, body: .whash(bodyWHash), created: clock(), nonce: .random())
     }
 
     /// Signs with a given creation time and nonce. Only for known-answer vectors and tests:
     /// real tokens need a fresh random nonce, which `sign(method:url:body:)` draws.
     public func sign(method: HTTPMethod, url: String, body: [UInt8] = [], created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
-        let whash = try WHash.compute(method: method, url: url, body: body)
-        return try sign(method: method, url: url, whash: whash, created: created, nonce: nonce)
+        try sign(method: method, url: url, body: .bytes(body), created: created, nonce: nonce)
     }
 
-    private func sign(method: HTTPMethod, url: String, whash: SHA256Digest) throws(SignCoreError) -> SignedHeaders {
-        try sign(method: method, url: url, whash: whash, created: clock(), nonce: .random())
-    }
-
-    private func sign(method: HTTPMethod, url: String, whash: SHA256Digest, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
+    /// SPEC §4: canonical URL → whash → target digest → signing input → signature → token.
+    private func sign(method: HTTPMethod, url: String, body: RequestBody, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
-        var canonical = [UInt8]()
-        try withBytes(of: Array(url.utf8)) { (raw) throws(SignCoreError) in try CanonicalURL.write(raw, into: &canonical) }
-        let target = canonical.withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
+        let canonical = try CanonicalURL.canonicalBytes(Array(url.utf8))
+        let (whash, target) = canonical.withUnsafeBytes {
+            (WHash.of(method: method, canonicalURL: $0, body: body), SigningInput.targetDigest(method: method, canonicalURL: $0))
+        }
         var input = [UInt8]()
         SigningInput.write(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash, created: created,
                            lifetime: lifetime, nonce: nonce, account: account, into: &input)
         let signature = try withBytes(of: input) { (message) throws(SignCoreError) in try key.sign(message) }
         let token = WToken(keyID: key.id, created: created, lifetime: lifetime, nonce: nonce,
-                           targetHint: target.bytes.prefix(WToken.targetHintBytes).map { $0 },
+                           targetHint: Array(target.bytes.prefix(WToken.targetHintBytes)),
                            account: account, signature: signature)
         return SignedHeaders(whash: whash.description, wtoken: token.encoded)
     }

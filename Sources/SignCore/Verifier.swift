@@ -1,22 +1,17 @@
 /// A request as the server received it: the inputs a verifier recomputes everything from.
 public struct ReceivedRequest: Sendable {
-    /// The body, whole or already hashed with `WHash.BodyHasher` while it streamed in.
-    public enum Body: Sendable {
-        case bytes([UInt8])
-        case whash(SHA256Digest)
-    }
-
     public var method: String
     /// The absolute URL the server serves this request under: its own scheme, the `Host` /
     /// `:authority` it received, and the request target.
     public var url: String
-    public var body: Body
+    /// The body, whole or already hashed with `WHash.BodyHasher` while it streamed in.
+    public var body: RequestBody
     /// The `whash` header value, if sent.
     public var whash: String?
     /// The `wtoken` header value, if sent.
     public var wtoken: String?
 
-    public init(method: String, url: String, body: Body = .bytes([]), whash: String?, wtoken: String?) {
+    public init(method: String, url: String, body: RequestBody = .bytes([]), whash: String?, wtoken: String?) {
         self.method = method
         self.url = url
         self.body = body
@@ -79,8 +74,7 @@ public struct Verifier: Sendable {
 
         // 2. The request: a signable method and a valid URL.
         let method = try HTTPMethod(token: request.method)
-        var canonical = [UInt8]()
-        try withBytes(of: Array(request.url.utf8)) { (raw) throws(SignCoreError) in try CanonicalURL.write(raw, into: &canonical) }
+        let canonical = try CanonicalURL.canonicalBytes(Array(request.url.utf8))
 
         // 3. The key named by the token; its algorithm decides how the signature is checked.
         guard let key = keys.key(id: token.keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
@@ -98,12 +92,7 @@ public struct Verifier: Sendable {
         guard now < token.expires else { throw SignCoreError(.expired, "the token has expired") }
 
         // 6. whash recomputed from what was received, compared with the header in constant time.
-        let whash: SHA256Digest
-        switch (method.contentClass, request.body) {
-        case (.url, _): whash = canonical.withUnsafeBytes { WHash.ofCanonicalURL($0) }
-        case let (.body, .bytes(body)): whash = WHash.ofBody(body)
-        case let (.body, .whash(digest)): whash = digest
-        }
+        let whash = canonical.withUnsafeBytes { WHash.of(method: method, canonicalURL: $0, body: request.body) }
         if let sent = request.whash {
             guard let bytes = Base64URL.decode(sent), let sentDigest = SHA256Digest(bytes: bytes) else {
                 throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")

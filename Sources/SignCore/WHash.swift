@@ -30,12 +30,17 @@ public enum WHash {
     /// The whash for `method` and `url` (and `body` for body-class methods). The body of a
     /// URL-class method is ignored, as a server ignores it.
     public static func compute(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
-        switch method.contentClass {
-        case .body:
-            return ofBody(body)
-        case .url:
-            let canonical = Array(try CanonicalURL.canonicalize(url).utf8)
-            return canonical.withUnsafeBytes { ofCanonicalURL($0) }
+        if method.contentClass == .body { return ofBody(body) }
+        let canonical = Array(try CanonicalURL.canonicalize(url).utf8)
+        return canonical.withUnsafeBytes { ofCanonicalURL($0) }
+    }
+
+    /// The whash of a request whose canonical URL is already computed.
+    static func of(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer, body: RequestBody) -> SHA256Digest {
+        switch (method.contentClass, body) {
+        case (.url, _): ofCanonicalURL(canonicalURL)
+        case let (.body, .bytes(bytes)): ofBody(bytes)
+        case let (.body, .whash(digest)): digest
         }
     }
 
@@ -71,4 +76,11 @@ public enum WHash {
 
         public consuming func finalize() -> SHA256Digest { hasher.finalize() }
     }
+}
+
+/// A request body: the bytes, or the whash of bytes that were streamed through
+/// `WHash.BodyHasher` (SPEC §3.2).
+public enum RequestBody: Sendable {
+    case bytes([UInt8])
+    case whash(SHA256Digest)
 }

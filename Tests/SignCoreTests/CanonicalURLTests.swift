@@ -2,11 +2,7 @@ import Testing
 @testable import SignCore
 
 @Suite struct CanonicalURLTests {
-    func canonical(bytes: [UInt8]) throws(SignCoreError) -> String {
-        var out = [UInt8]()
-        try withBytes(of: bytes) { (raw) throws(SignCoreError) in try CanonicalURL.write(raw, into: &out) }
-        return String(decoding: out, as: UTF8.self)
-    }
+    func canonical(bytes: [UInt8]) throws(SignCoreError) -> String { try CanonicalURL.canonicalize(bytes: bytes) }
 
     @Test func errorLeavesBufferUnchanged() {
         var out = Array("prefix".utf8)
