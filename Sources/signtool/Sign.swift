@@ -7,14 +7,7 @@ struct Sign: ParsableCommand {
     @Option(help: "File holding the private JWK to sign with.")
     var key: String
 
-    @Argument(help: "GET, HEAD, OPTIONS, DELETE, POST, PUT or PATCH")
-    var method: String
-
-    @Argument(help: "The absolute request URL, as it will be sent.")
-    var url: String
-
-    @Option(help: "File holding the body, bytes exactly as sent; default: empty.")
-    var body: String?
+    @OptionGroup var request: RequestArguments
 
     @Option(help: "End-user account to bind into the token.")
     var account: String = ""
@@ -23,11 +16,11 @@ struct Sign: ParsableCommand {
     var lifetime: Int64 = 60
 
     func run() {
-        let method = parseMethod(method)
+        let method = parseMethod(request.method)
         let signingKey = orFail { try JWK.parseKey(readText(key)) }
-        let body = body.map { [UInt8](readFile($0)) } ?? []
         let headers = orFail {
-            try Signer(key: signingKey, lifetime: lifetime, account: account).sign(method: method, url: url, body: body)
+            try Signer(key: signingKey, lifetime: lifetime, account: account)
+                .sign(method: method, url: request.url, body: request.bodyBytes)
         }
         print("\(HeaderName.whash): \(headers.whash)")
         print("\(HeaderName.wtoken): \(headers.wtoken)")

@@ -48,3 +48,17 @@ extension SignatureAlgorithm: ExpressibleByArgument {
 
     public static var allValueStrings: [String] { ["hmac", "ed25519", "p256"] }
 }
+
+/// The request a command works on: method, URL and optional body file.
+struct RequestArguments: ParsableArguments {
+    @Argument(help: "GET, HEAD, OPTIONS, DELETE, POST, PUT or PATCH")
+    var method: String
+
+    @Argument(help: "The absolute request URL, as sent (sign, hash) or as received (verify).")
+    var url: String
+
+    @Option(help: "File holding the body, bytes exactly as sent; default: empty.")
+    var body: String?
+
+    var bodyBytes: [UInt8] { body.map { [UInt8](readFile($0)) } ?? [] }
+}

@@ -8,14 +8,7 @@ struct Verify: AsyncParsableCommand {
     @Option(help: "File holding the JWK Set (or one JWK) of accepted keys.")
     var keys: String
 
-    @Argument(help: "The request method.")
-    var method: String
-
-    @Argument(help: "The absolute URL the request was received under.")
-    var url: String
-
-    @Option(help: "File holding the received body; default: empty.")
-    var body: String?
+    @OptionGroup var request: RequestArguments
 
     @Option(help: "The whash header value.")
     var whash: String?
@@ -37,10 +30,10 @@ struct Verify: AsyncParsableCommand {
         let fixedNow = now
         let verifier = Verifier(keys: keySet, replayGuard: InMemoryReplayGuard(), skew: skew, maxLifetime: maxLifetime,
                                 clock: { fixedNow ?? SystemClock.seconds() })
-        let request = ReceivedRequest(method: method, url: url, body: .bytes(body.map { [UInt8](readFile($0)) } ?? []),
-                                      whash: whash, wtoken: wtoken)
+        let received = ReceivedRequest(method: request.method, url: request.url, body: .bytes(request.bodyBytes),
+                                       whash: whash, wtoken: wtoken)
         do {
-            let verified = try await verifier.verify(request)
+            let verified = try await verifier.verify(received)
             let account = verified.account.isEmpty ? "" : " account=\(verified.account)"
             print("valid: kid=\(verified.keyID) alg=\(verified.algorithm.rawValue)\(account) created=\(verified.created) expires=\(verified.expires)")
         } catch {
