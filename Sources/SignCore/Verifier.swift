@@ -86,7 +86,7 @@ public struct Verifier: Sendable {
         guard token.lifetime <= maxLifetime else {
             throw SignCoreError(.lifetimeTooLong, "the token lifetime exceeds the verifier's maximum")
         }
-        guard token.created <= now + skew else {
+        guard token.created - skew <= now else {  // created is at most 11 digits: no overflow
             throw SignCoreError(.notYetValid, "the token was created in the future beyond the allowed clock skew")
         }
         guard now < token.expires else { throw SignCoreError(.expired, "the token has expired") }
