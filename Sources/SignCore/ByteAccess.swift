@@ -9,10 +9,12 @@ func withBytes<R>(of bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(Sig
     return try result.get()
 }
 
-/// Zeroes a buffer that held secret material (libsodium `sodium_memzero`, not optimised away).
-func sc_memzero_bytes(_ buffer: UnsafeMutableRawBufferPointer) { sc_memzero(buffer.baseAddress, buffer.count) }
+/// Zeroes bytes that held secret material (libsodium `sodium_memzero`, never optimised away).
+func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { sc_memzero($0.baseAddress, $0.count) }
+}
 
 /// Constant-time comparison of the first `count` bytes of two buffers.
-func sc_memcmp_prefix(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ count: Int) -> Bool {
+func constantTimePrefixEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ count: Int) -> Bool {
     a.count >= count && b.count >= count && sc_memcmp(a.baseAddress, b.baseAddress, count) == 0
 }

@@ -84,7 +84,7 @@ enum CanonicalHost {
                 k += bestLength
                 continue
             }
-            if k > 0, k != bestStart + bestLength || bestStart < 0 { out.append(UInt8(ascii: ":")) }
+            if k > 0, k != bestStart + bestLength { out.append(UInt8(ascii: ":")) }  // "::" already separates
             out.append(contentsOf: Array(String(groups[k], radix: 16).utf8))
             k += 1
         }

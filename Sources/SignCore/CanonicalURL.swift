@@ -93,7 +93,6 @@ public enum CanonicalURL {
     /// Normalises each segment, then removes dot segments (RFC 3986 §5.2.4) on the normalised
     /// bytes, so `%2E%2E` counts as `..`. An encoded slash `%2F` stays data, never a separator.
     private static func writePath(_ path: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
-        let pathStart = out.count
         if path.isEmpty {
             out.append(UInt8(ascii: "/"))
             return
@@ -125,11 +124,10 @@ public enum CanonicalURL {
                     stack[depth] = segmentStart
                     depth += 1
                 }
-                if isLast { break }
+                if isLast { break }  // the last segment always leaves "/segment" or "/" behind
                 i = segmentEnd + 1
             }
         }
-        if out.count == pathStart { out.append(UInt8(ascii: "/")) }
     }
 
     // MARK: §2.7 Query

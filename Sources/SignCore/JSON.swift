@@ -1,7 +1,7 @@
 /// A small strict JSON reader (RFC 8259) for key documents, with limits: it is the one parser
 /// in SignCore that reads a whole document, so it bounds size and depth and rejects duplicate
 /// member names (two `"k"` members would make a key ambiguous).
-enum JSON: Equatable, Sendable {
+enum JSON: Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -11,18 +11,6 @@ enum JSON: Equatable, Sendable {
 
     static let maxBytes = 1 << 20
     static let maxDepth = 16
-
-    static func == (a: JSON, b: JSON) -> Bool {
-        switch (a, b) {
-        case (.null, .null): true
-        case let (.bool(x), .bool(y)): x == y
-        case let (.number(x), .number(y)): x == y
-        case let (.string(x), .string(y)): x == y
-        case let (.array(x), .array(y)): x == y
-        case let (.object(x), .object(y)): x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
-        default: false
-        }
-    }
 
     subscript(member: String) -> JSON? {
         guard case let .object(members) = self else { return nil }
@@ -134,13 +122,29 @@ enum JSON: Equatable, Sendable {
             }
         }
 
+        /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, kept as text.
         mutating func number() throws(SignCoreError) -> String {
             let start = index
-            let allowed = Array("0123456789+-.eE".utf8)
-            while index < bytes.count, allowed.contains(bytes[index]) { index += 1 }
-            let text = String(decoding: bytes[start..<index], as: UTF8.self)
-            guard !text.isEmpty, Double(text) != nil else { throw Self.error("unexpected character") }
-            return text
+            func digits() -> Int {
+                let from = index
+                while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+                return index - from
+            }
+            func skip(_ c: Character) -> Bool {
+                guard index < bytes.count, bytes[index] == c.asciiValue else { return false }
+                index += 1
+                return true
+            }
+            _ = skip("-")
+            let leadingZero = index < bytes.count && bytes[index] == UInt8(ascii: "0")
+            let integer = digits()
+            guard integer > 0, !leadingZero || integer == 1 else { throw Self.error("invalid number") }
+            if skip("."), digits() == 0 { throw Self.error("invalid number") }
+            if skip("e") || skip("E") {
+                _ = skip("+") || skip("-")
+                guard digits() > 0 else { throw Self.error("invalid number") }
+            }
+            return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 
         mutating func string() throws(SignCoreError) -> String {

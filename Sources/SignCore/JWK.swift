@@ -4,22 +4,35 @@ public enum JWK {
     /// The RFC 7638 thumbprint of a key, whatever its key id.
     public static func thumbprint(of key: SigningKey) -> String {
         var secret = key.algorithm == .hmacSHA256 ? key.exportSecret() ?? [] : []
-        defer { secret.withUnsafeMutableBytes { sc_memzero_bytes($0) } }
+        defer { wipe(&secret) }
         return thumbprint(algorithm: key.algorithm, publicKey: key.publicKey, hmacSecret: secret)
     }
 
-    /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)).
+    /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)). Hashed in
+    /// pieces so that an HMAC secret is never copied into a String, which could not be wiped.
     static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: [UInt8]) -> String {
-        let json: String
+        var hasher = SHA256Hasher()
+        var encoded = [UInt8]()
+        defer { wipe(&encoded) }
+        func member(_ text: String, base64url bytes: ArraySlice<UInt8>) {
+            hasher.update(Array(text.utf8))
+            encoded.removeAll(keepingCapacity: true)
+            bytes.withUnsafeBytes { Base64URL.append($0, to: &encoded) }
+            hasher.update(encoded)
+        }
         switch algorithm {
         case .hmacSHA256:
-            json = #"{"k":"\#(Base64URL.encode(hmacSecret))","kty":"oct"}"#
+            member(#"{"k":""#, base64url: hmacSecret[...])
+            hasher.update(Array(#"","kty":"oct"}"#.utf8))
         case .ed25519:
-            json = #"{"crv":"Ed25519","kty":"OKP","x":"\#(Base64URL.encode(publicKey))"}"#
+            member(#"{"crv":"Ed25519","kty":"OKP","x":""#, base64url: publicKey[...])
+            hasher.update(Array(#""}"#.utf8))
         case .p256:
-            json = #"{"crv":"P-256","kty":"EC","x":"\#(Base64URL.encode(Array(publicKey[1..<33])))","y":"\#(Base64URL.encode(Array(publicKey[33..<65])))"}"#
+            member(#"{"crv":"P-256","kty":"EC","x":""#, base64url: publicKey[1..<33])
+            member(#"","y":""#, base64url: publicKey[33..<65])
+            hasher.update(Array(#""}"#.utf8))
         }
-        return SHA256Hasher.hash(Array(json.utf8)).description
+        return hasher.finalize().description
     }
 
     /// The JWK of `key`; private members (`d`, or `k` of an HMAC key) only when asked for.
@@ -39,7 +52,7 @@ public enum JWK {
         }
         if includePrivate, var secret = key.exportSecret() {
             members.append((key.algorithm == .hmacSHA256 ? "k" : "d", Base64URL.encode(secret)))
-            secret.withUnsafeMutableBytes { sc_memzero_bytes($0) }
+            wipe(&secret)
         }
         return "{" + members.map { "\(JSON.quote($0.0)):\(JSON.quote($0.1))" }.joined(separator: ",") + "}"
     }
@@ -82,7 +95,7 @@ public enum JWK {
         case "oct":
             try expectAlg(.hmacSHA256)
             var secret = try bytes(jwk, "k")
-            defer { secret.withUnsafeMutableBytes { sc_memzero_bytes($0) } }
+            defer { wipe(&secret) }
             return try .hmac(secret: secret, id: kid)
         case "OKP":
             try expectAlg(.ed25519)
@@ -90,7 +103,7 @@ public enum JWK {
             let x = try bytes(jwk, "x")
             guard jwk["d"] != nil else { return try .ed25519(publicKey: x, id: kid) }
             var seed = try bytes(jwk, "d")
-            defer { seed.withUnsafeMutableBytes { sc_memzero_bytes($0) } }
+            defer { wipe(&seed) }
             let key = try SigningKey.ed25519(seed: seed, id: kid)
             guard key.publicKey == x else { throw invalid("\"x\" is not the public key of \"d\"") }
             return key
@@ -102,7 +115,7 @@ public enum JWK {
             let point = [0x04] + x + y
             guard jwk["d"] != nil else { return try .p256(publicKey: point, id: kid) }
             var scalar = try bytes(jwk, "d")
-            defer { scalar.withUnsafeMutableBytes { sc_memzero_bytes($0) } }
+            defer { wipe(&scalar) }
             let key = try SigningKey.p256(privateKey: scalar, id: kid)
             guard key.publicKey == point else { throw invalid("\"x\", \"y\" are not the public key of \"d\"") }
             return key

@@ -14,13 +14,14 @@
 public enum SigningInput {
     static let prefix: [UInt8] = Array("SignCore/1 wtoken\n".utf8)
     static let targetPrefix: [UInt8] = Array("SignCore/1 target\n".utf8)
+    static let space: [UInt8] = [0x20]
 
     /// SHA-256 over the method and the canonical URL (SPEC §4.2.1).
     public static func targetDigest(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
         var hasher = SHA256Hasher()
         targetPrefix.withUnsafeBytes { hasher.update($0) }
         hasher.update(method.rawValue.utf8)
-        hasher.update(CollectionOfOne(UInt8(ascii: " ")))
+        space.withUnsafeBytes { hasher.update($0) }
         hasher.update(canonicalURL)
         return hasher.finalize()
     }

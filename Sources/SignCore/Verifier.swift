@@ -45,6 +45,7 @@ public struct Verifier: Sendable {
     public let replayGuard: any ReplayGuard
     public let clock: @Sendable () -> Int64
 
+    /// A negative `skew` counts as 0; `maxLifetime` is held within 1...86400 (SPEC §4.1).
     public init(keys: KeySet, replayGuard: any ReplayGuard, skew: Int64 = 30, maxLifetime: Int64 = 300,
                 requireWhashHeader: Bool = true, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
         self.keys = keys
@@ -107,7 +108,7 @@ public struct Verifier: Sendable {
         // 7. Target: the token was signed for this method and canonical URL.
         let target = canonical.withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
         let hintMatches = target.withUnsafeBytes { digest in
-            token.targetHint.withUnsafeBytes { hint in sc_memcmp_prefix(digest, hint, WToken.targetHintBytes) }
+            token.targetHint.withUnsafeBytes { hint in constantTimePrefixEqual(digest, hint, WToken.targetHintBytes) }
         }
         guard hintMatches else {
             throw SignCoreError(.targetMismatch, "the token was signed for another method or URL")

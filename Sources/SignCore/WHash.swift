@@ -31,8 +31,7 @@ public enum WHash {
     /// URL-class method is ignored, as a server ignores it.
     public static func compute(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
         if method.contentClass == .body { return ofBody(body) }
-        let canonical = Array(try CanonicalURL.canonicalize(url).utf8)
-        return canonical.withUnsafeBytes { ofCanonicalURL($0) }
+        return try CanonicalURL.canonicalBytes(Array(url.utf8)).withUnsafeBytes { ofCanonicalURL($0) }
     }
 
     /// The whash of a request whose canonical URL is already computed.

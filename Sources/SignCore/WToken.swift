@@ -44,7 +44,7 @@ public struct WToken: Sendable, Equatable {
         let utf8 = Array(text.utf8)
         guard utf8.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
         let fields = utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard let first = fields.first, Array(first) == Array(WToken.version.utf8) else {
+        guard let first = fields.first, first.elementsEqual(WToken.version.utf8) else {
             if let first = fields.first, first.first == UInt8(ascii: "v"), fields.count > 1 {
                 throw SignCoreError(.unsupportedVersion, "the wtoken version is not v1")
             }

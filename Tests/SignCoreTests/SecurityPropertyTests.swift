@@ -93,9 +93,9 @@ import Testing
         }
         #expect(checked > original.count * 5)
         // The whash header is bound the same way.
-        for position in headers.whash.utf8.indices {
+        for position in 0..<headers.whash.utf8.count {
             var changed = Array(headers.whash.utf8)
-            changed[changed.index(changed.startIndex, offsetBy: headers.whash.utf8.distance(from: headers.whash.utf8.startIndex, to: position))] ^= 0x01
+            changed[position] ^= 0x01
             let request = ReceivedRequest(method: "POST", url: Self.url, body: .bytes(Self.body),
                                           whash: String(decoding: changed, as: UTF8.self), wtoken: headers.wtoken)
             #expect(throws: SignCoreError.self) { _ = try pair.verifier.check(request) }
@@ -237,7 +237,7 @@ import Testing
                 #expect(try CanonicalURL.canonicalize(request.url) == CanonicalURL.canonicalize(Self.url))
                 #expect(request.wtoken == valid.wtoken)
             } catch {
-                #expect(error.detail.isEmpty == false)
+                #expect(error.code != .cryptoFailure, "noise reached the crypto layer: \(error)")
             }
         }
     }
