@@ -138,6 +138,12 @@ public enum VectorCheck {
         return compare(got, want, tc.tcId)
     }
 
+    public static func jwkSet(_ tc: JWKVectors.SetCase) -> [String] {
+        let got = Outcome { try KeySet(jwks: tc.jwks).ids.joined(separator: ",") }
+        let want = tc.kids.map { Outcome.valid($0.joined(separator: ",")) } ?? Outcome(result: tc.result, expected: nil, error: tc.error)
+        return compare(got, want, tc.tcId)
+    }
+
     /// Cases and problems per vector file.
     public struct Report: Sendable {
         public var cases: [String: Int] = [:]
@@ -162,7 +168,7 @@ public enum VectorCheck {
         for tc in tokens.verify { tokenProblems += await verify(tc, in: tokens) }
         add(WTokenVectors.fileName, tokens.sign.count + tokens.verify.count, tokenProblems)
         let jwks: JWKVectors = try VectorFile.load(JWKVectors.fileName, from: directory)
-        add(JWKVectors.fileName, jwks.tests.count, jwks.tests.flatMap(jwk))
+        add(JWKVectors.fileName, jwks.tests.count + jwks.sets.count, jwks.tests.flatMap(jwk) + jwks.sets.flatMap(jwkSet))
         return report
     }
 }

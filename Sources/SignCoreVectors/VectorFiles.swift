@@ -157,7 +157,17 @@ public struct JWKVectors: Decodable, Sendable {
         public let error: String?
     }
 
+    public struct SetCase: Decodable, Sendable {
+        public let tcId: Int
+        public let comment: String
+        public let jwks: String
+        public let result: String
+        public let kids: [String]?
+        public let error: String?
+    }
+
     public let tests: [Case]
+    public let sets: [SetCase]
     public static let fileName = "jwk.json"
 }
 

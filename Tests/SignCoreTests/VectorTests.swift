@@ -8,6 +8,7 @@ extension WHashVectors.Case: CustomTestStringConvertible { public var testDescri
 extension WTokenVectors.SignCase: CustomTestStringConvertible { public var testDescription: String { "tcId \(tcId): \(comment)" } }
 extension WTokenVectors.VerifyCase: CustomTestStringConvertible { public var testDescription: String { "tcId \(tcId): \(comment)" } }
 extension JWKVectors.Case: CustomTestStringConvertible { public var testDescription: String { "tcId \(tcId): \(comment)" } }
+extension JWKVectors.SetCase: CustomTestStringConvertible { public var testDescription: String { "tcId \(tcId): \(comment)" } }
 
 /// Every case of every file in `Vectors/`, one test argument per case.
 @Suite struct VectorTests {
@@ -22,6 +23,7 @@ extension JWKVectors.Case: CustomTestStringConvertible { public var testDescript
     @Test(arguments: try tokens().sign) func sign(_ tc: WTokenVectors.SignCase) throws { #expect(VectorCheck.sign(tc, in: try Self.tokens()) == []) }
     @Test(arguments: try tokens().verify) func verify(_ tc: WTokenVectors.VerifyCase) async throws { #expect(await VectorCheck.verify(tc, in: try Self.tokens()) == []) }
     @Test(arguments: try jwks().tests) func jwk(_ tc: JWKVectors.Case) { #expect(VectorCheck.jwk(tc) == []) }
+    @Test(arguments: try jwks().sets) func jwkSet(_ tc: JWKVectors.SetCase) { #expect(VectorCheck.jwkSet(tc) == []) }
 
     @Test func coverage() throws {
         let urls = try Self.urls(), tokens = try Self.tokens()

@@ -589,6 +589,19 @@ def generate_wtoken():
     add_verify("§4.1 too few fields", req("hget", wtoken="v1.hmac-2026.1790000000"))
     add_verify("§4.1 leading zero in created", req("hget", wtoken=tok("hget", 2, "0" + str(CREATED))))
     add_verify("§4.1 lifetime 0", req("hget", wtoken=tok("hget", 3, "0")))
+    add_verify("§4.1 lifetime above 86400", req("hget", wtoken=tok("hget", 3, "86401")))
+    add_verify("§4.1 created of 12 digits", req("hget", wtoken=tok("hget", 2, "1" + "0" * 11)))
+    add_verify("§4.1 created with a sign", req("hget", wtoken=tok("hget", 2, "+" + str(CREATED))))
+    add_verify("§4.1 kid of 65 characters", req("hget", wtoken=tok("hget", 1, "k" * 65)))
+    add_verify("§4.1 kid with a character outside base64url", req("hget", wtoken=tok("hget", 1, "hmac+2026")))
+    add_verify("§4.1 nonce of 15 bytes", req("hget", wtoken=tok("hget", 4, b64u(NONCES[0][:15]))))
+    add_verify("§4.1 target of 8 bytes", req("hget", wtoken=tok("hget", 5, b64u(bytes(8)))))
+    add_verify("§4.1 signature of 48 bytes", req("hget", wtoken=tok("hget", 7, b64u(bytes(48)))))
+    add_verify("§4.1 account of 257 bytes", req("hget", wtoken=tok("hget", 6, b64u(b"a" * 257))))
+    add_verify("§4.1 account that is not UTF-8", req("hget", wtoken=tok("hget", 6, b64u(b"\xc3\x28"))))
+    add_verify("§4.1 nine fields", req("hget", wtoken=tokens["hget"]["wtoken"] + ".AA"))
+    add_verify("§4.1 an empty wtoken header", req("hget", wtoken=""))
+    add_verify("§1.2 padding in the nonce", req("hget", wtoken=tok("hget", 4, b64u(NONCES[0]) + "==")))
     hmac_sig = tokens["hget"]["wtoken"].split(".")[7]  # 43 characters: the last carries 2 unused bits
     add_verify("§1.2 non-canonical base64url in the signature (unused bits set)",
                req("hget", wtoken=tok("hget", 7, hmac_sig[:-1] + ALPHABET[ALPHABET.index(hmac_sig[-1]) ^ 1])))
@@ -660,6 +673,9 @@ def generate_jwk():
     add("§6.1 Ed25519 x is not the public key of d", dumps(dict(KEYS["ed25519"], x=KEYS["ed25519Other"]["x"])))
     add("§6.1 P-256 point not on the curve", dumps(dict(KEYS["p256Public"], y=b64u(bytes(31) + b"\x01"))))
     add("§6.1 P-256 d = 0", dumps(dict(KEYS["p256"], d=b64u(bytes(32)))))
+    add("§6.1 P-256 d = n (the group order)", dumps(dict(KEYS["p256"], d=b64u(P256_N.to_bytes(32, "big")))))
+    add("§6.1 HMAC secret of 1025 bytes", dumps({"kty": "oct", "k": b64u(bytes(1025))}))
+    add("§6.1 Ed25519 x of 31 bytes", dumps(without(dict(KEYS["ed25519"], x=b64u(bytes(31))), "d")))
     add("§6.1 RSA is not supported", dumps({"kty": "RSA", "n": "AQAB", "e": "AQAB"}))
     add("§6.1 X25519 is not a signature curve", dumps(without(dict(KEYS["ed25519"], crv="X25519"), "alg")))
     add("§6.1 use enc is refused", dumps(dict(KEYS["hmac"], use="enc")))
@@ -669,7 +685,42 @@ def generate_jwk():
     add("§6.1 duplicate member names", '{"kty":"oct","k":"%s","k":"%s"}' % (KEYS["hmac"]["k"], KEYS["hmacOther"]["k"]))
     add("§6.1 missing kty", dumps(without(KEYS["hmac"], "kty")))
     add("not JSON", '{"kty":"oct",')
-    return {"spec": "SignCore/1", "algorithm": "jwk", "header": "docs/SPEC.md §6", "numberOfTests": len(cases), "tests": cases}
+
+    sets = []
+    def add_set(comment, text):
+        case = {"tcId": len(cases) + len(sets) + 1, "comment": comment, "jwks": text}
+        try:
+            case.update(result="valid", kids=sorted(k.kid for k in parse_key_set(text)))
+        except SpecError as e:
+            case.update(result="invalid", error=e.code)
+        sets.append(case)
+
+    add_set("§6.1 a JWK Set of three keys", dumps({"keys": [KEYS["hmac"], KEYS["ed25519"], KEYS["p256Public"]]}))
+    add_set("§6.1 an empty JWK Set", dumps({"keys": []}))
+    add_set("§6.1 a single JWK where a set is expected is a set of one", dumps(KEYS["ed25519"]))
+    add_set("§6.1 two keys with the same id are refused", dumps({"keys": [KEYS["hmac"], KEYS["hmacOther"]]}))
+    add_set("§6.1 one invalid key refuses the whole set", dumps({"keys": [KEYS["hmac"], {"kty": "oct", "k": "AA"}]}))
+    add_set("§6.1 keys must be an array", dumps({"keys": KEYS["hmac"]}))
+    return {"spec": "SignCore/1", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error",
+            "numberOfTests": len(cases) + len(sets), "tests": cases, "sets": sets}
+
+
+def parse_key_set(text):
+    """§6.1: a JWK Set, or a single JWK as a set of one; duplicate ids refused."""
+    try:
+        doc = json.loads(text, object_pairs_hook=unique_members)
+    except json.JSONDecodeError:
+        raise SpecError("invalidKey")
+    if not isinstance(doc, dict):
+        raise SpecError("invalidKey")
+    if "keys" not in doc:
+        return [Key(doc)]
+    if not isinstance(doc["keys"], list) or not all(isinstance(j, dict) for j in doc["keys"]):
+        raise SpecError("invalidKey")
+    keys = [Key(j) for j in doc["keys"]]
+    if len({k.kid for k in keys}) != len(keys):
+        raise SpecError("invalidKey")
+    return keys
 
 
 def write(name, doc):
@@ -714,7 +765,7 @@ def check():
                 except SpecError as e:
                     expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
         else:
-            expect(stored["tests"] == fresh["tests"], f"{name} differs from the reference")
+            expect(stored["tests"] == fresh["tests"] and stored.get("sets") == fresh.get("sets"), f"{name} differs from the reference")
     print(f"reference check: {failures} failed" if failures else "reference check: all vector files agree with the reference")
     return failures == 0
 
