@@ -25,7 +25,7 @@ public struct BodySpec: Decodable, Sendable {
     public let hex: String?
     public let formula: Formula?
 
-    /// The body bytes; nil for a formula this code does not know.
+    /// The body bytes; nil for bad hex or a formula this code does not know.
     public var bytes: [UInt8]? {
         if let utf8 { return Array(utf8.utf8) }
         if let hex { return [UInt8](hex: hex) }
@@ -33,6 +33,9 @@ public struct BodySpec: Decodable, Sendable {
         guard formula.byte == "i mod 251" else { return nil }
         return (0..<formula.length).map { UInt8($0 % 251) }
     }
+
+    /// The bytes of an optional body: no body is an empty body, an unreadable one is nil.
+    public static func bytes(of spec: BodySpec?) -> [UInt8]? { spec.map { $0.bytes } ?? [] }
 }
 
 public struct CanonicalURLVectors: Decodable, Sendable {
