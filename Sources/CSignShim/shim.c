@@ -14,13 +14,28 @@
 #include <openssl/ec.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
-#include <openssl/param_build.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <openssl/ecdsa.h>
 #include <openssl/obj_mac.h>
 #include <openssl/crypto.h>
 
 _Static_assert(sizeof(SHA256_CTX) <= sizeof(sc_sha256_state), "sc_sha256_state too small");
 
-int sc_init(void) { return sodium_init() < 0 ? -1 : 0; }
+static void sc_random_after_fork(void);
+static pthread_once_t sc_init_once = PTHREAD_ONCE_INIT;
+static int sc_init_result = -1;
+
+static void sc_init_run(void) {
+    if (sodium_init() < 0) return;
+    if (pthread_atfork(NULL, NULL, sc_random_after_fork) != 0) return;
+    sc_init_result = 0;
+}
+
+int sc_init(void) {
+    pthread_once(&sc_init_once, sc_init_run);
+    return sc_init_result;
+}
 
 /* ---- SHA-256 ---------------------------------------------------------------------------- */
 
@@ -96,8 +111,11 @@ int sc_ed25519_verify(const void *public32, const void *message, size_t length, 
 
 /* ---- ECDSA P-256 ------------------------------------------------------------------------ */
 
+/* Low-level EC_KEY (deprecated in OpenSSL 3, like SHA256_CTX): ECDSA_do_sign/do_verify run the
+ * same P-256 code as EVP_PKEY_sign but need no per-call EVP_PKEY_CTX, whose creation costs about
+ * 2 µs of provider look-ups; an EC_KEY is only read while signing, so threads share it. */
 struct sc_p256_key {
-    EVP_PKEY *pkey;
+    EC_KEY *ec;
 };
 
 int sc_p256_generate(void *private32) {
@@ -133,98 +151,64 @@ done:
 }
 
 sc_p256_key *sc_p256_key_new(const void *public65, const void *private32) {
-    unsigned char derived[SC_P256_PUBLIC_BYTES];
-    OSSL_PARAM_BLD *bld = NULL;
-    OSSL_PARAM *params = NULL;
-    EVP_PKEY_CTX *ctx = NULL, *check = NULL;
-    EVP_PKEY *pkey = NULL;
+    EC_KEY *ec = NULL;
     BIGNUM *d = NULL;
     sc_p256_key *key = NULL;
 
     if (((const unsigned char *)public65)[0] != 0x04) return NULL;
-    if (private32 != NULL) {
-        if (sc_p256_public_from_private(private32, derived) != 0) return NULL;
-        if (CRYPTO_memcmp(derived, public65, SC_P256_PUBLIC_BYTES) != 0) return NULL;
-    }
-    bld = OSSL_PARAM_BLD_new();
-    if (bld == NULL) goto done;
-    if (OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1) goto done;
-    if (OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, public65, SC_P256_PUBLIC_BYTES) != 1) goto done;
+    ec = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
+    if (ec == NULL || EC_KEY_oct2key(ec, public65, SC_P256_PUBLIC_BYTES, NULL) != 1) goto done;
     if (private32 != NULL) {
         d = BN_secure_new();
         if (d == NULL || BN_bin2bn(private32, SC_P256_PRIVATE_BYTES, d) == NULL) goto done;
-        if (OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, d) != 1) goto done;
+        if (EC_KEY_set_private_key(ec, d) != 1) goto done;
     }
-    params = OSSL_PARAM_BLD_to_param(bld);
-    ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-    if (params == NULL || ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1) goto done;
-    if (EVP_PKEY_fromdata(ctx, &pkey, private32 != NULL ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) != 1) goto done;
-    check = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
-    if (check == NULL || EVP_PKEY_public_check(check) != 1) goto done; /* on the curve, not infinity */
+    /* The point is on the curve and not infinity; with a scalar, the point is its public key. */
+    if (EC_KEY_check_key(ec) != 1) goto done;
     key = OPENSSL_malloc(sizeof *key);
     if (key == NULL) goto done;
-    key->pkey = pkey;
-    pkey = NULL;
+    key->ec = ec;
+    ec = NULL;
 done:
-    EVP_PKEY_CTX_free(check);
-    EVP_PKEY_CTX_free(ctx);
-    EVP_PKEY_free(pkey);
-    OSSL_PARAM_free(params);
-    OSSL_PARAM_BLD_free(bld);
+    EC_KEY_free(ec);
     BN_clear_free(d);
     return key;
 }
 
 void sc_p256_key_free(sc_p256_key *key) {
     if (key == NULL) return;
-    EVP_PKEY_free(key->pkey);
+    EC_KEY_free(key->ec); /* clears the private scalar */
     OPENSSL_free(key);
 }
 
 int sc_p256_sign(sc_p256_key *key, const void *message, size_t length, void *signature64) {
-    unsigned char digest[32], der[80];
-    size_t der_length = sizeof der;
-    const unsigned char *cursor = der;
-    ECDSA_SIG *sig = NULL;
+    unsigned char digest[32];
     const BIGNUM *r = NULL, *s = NULL;
-    int rc = -1;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new(key->pkey, NULL);
-    sc_sha256(message, length, digest);
-    if (ctx == NULL || EVP_PKEY_sign_init(ctx) != 1) goto done;
-    if (EVP_PKEY_sign(ctx, der, &der_length, digest, sizeof digest) != 1) goto done;
-    sig = d2i_ECDSA_SIG(NULL, &cursor, (long)der_length);
-    if (sig == NULL) goto done;
-    ECDSA_SIG_get0(sig, &r, &s);
     unsigned char *out = signature64;
-    if (BN_bn2binpad(r, out, 32) != 32 || BN_bn2binpad(s, out + 32, 32) != 32) goto done;
-    rc = 0;
-done:
+    int rc = -1;
+    sc_sha256(message, length, digest);
+    ECDSA_SIG *sig = ECDSA_do_sign(digest, sizeof digest, key->ec);
+    if (sig == NULL) return -1;
+    ECDSA_SIG_get0(sig, &r, &s);
+    if (BN_bn2binpad(r, out, 32) == 32 && BN_bn2binpad(s, out + 32, 32) == 32) rc = 0;
     ECDSA_SIG_free(sig);
-    EVP_PKEY_CTX_free(ctx);
     return rc;
 }
 
 int sc_p256_verify(sc_p256_key *key, const void *message, size_t length, const void *signature64) {
-    unsigned char digest[32], *der = NULL;
+    unsigned char digest[32];
     const unsigned char *raw = signature64;
     ECDSA_SIG *sig = ECDSA_SIG_new();
     BIGNUM *r = BN_bin2bn(raw, 32, NULL), *s = BN_bin2bn(raw + 32, 32, NULL);
-    EVP_PKEY_CTX *ctx = NULL;
-    int der_length, rc = -1;
+    int rc = -1;
     if (sig == NULL || r == NULL || s == NULL || ECDSA_SIG_set0(sig, r, s) != 1) {
         BN_free(r);
         BN_free(s);
-        goto done;
+        ECDSA_SIG_free(sig);
+        return -1;
     }
-    der_length = i2d_ECDSA_SIG(sig, &der);
-    if (der_length <= 0) goto done;
     sc_sha256(message, length, digest);
-    ctx = EVP_PKEY_CTX_new(key->pkey, NULL);
-    if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1) goto done;
-    rc = EVP_PKEY_verify(ctx, der, (size_t)der_length, digest, sizeof digest) == 1 ? 0 : -1;
-done:
-    OPENSSL_free(der);
-    EVP_PKEY_CTX_free(ctx);
+    rc = ECDSA_do_verify(digest, sizeof digest, sig, key->ec) == 1 ? 0 : -1;
     ECDSA_SIG_free(sig);
     return rc;
 }
@@ -232,6 +216,51 @@ done:
 /* ---- Randomness, comparison, wiping ----------------------------------------------------- */
 
 void sc_random_bytes(void *out, size_t length) { randombytes_buf(out, length); }
+
+/*
+ * Per-thread nonce generator: ChaCha20 (libsodium) with fast key erasure. Each refill produces
+ * 32 bytes that replace the key and SC_RNG_BUFFER bytes of output, so a state captured later
+ * cannot reproduce earlier output; each output byte is wiped once handed out. A thread seeds from
+ * the system CSPRNG (getrandom) on first use and again in a child after fork(), so parent and
+ * child never share a stream. One getrandom per thread instead of one per nonce, no lock.
+ */
+#define SC_RNG_BUFFER 1024
+typedef struct {
+    uint64_t generation; /* fork generation the key was seeded in; 0 = never seeded */
+    size_t next;         /* first unused byte of buffer */
+    unsigned char key[crypto_stream_chacha20_ietf_KEYBYTES];
+    unsigned char buffer[SC_RNG_BUFFER];
+} sc_rng_state;
+
+static _Thread_local sc_rng_state sc_rng;
+static atomic_uint_fast64_t sc_fork_generation = 1;
+
+static void sc_random_after_fork(void) { atomic_fetch_add_explicit(&sc_fork_generation, 1, memory_order_relaxed); }
+
+static void sc_rng_refill(sc_rng_state *rng) {
+    static const unsigned char zero_nonce[crypto_stream_chacha20_ietf_NONCEBYTES];
+    unsigned char block[crypto_stream_chacha20_ietf_KEYBYTES + SC_RNG_BUFFER];
+    crypto_stream_chacha20_ietf(block, sizeof block, zero_nonce, rng->key); /* each key is used once */
+    memcpy(rng->key, block, sizeof rng->key);
+    memcpy(rng->buffer, block + sizeof rng->key, SC_RNG_BUFFER);
+    sodium_memzero(block, sizeof block);
+    rng->next = 0;
+}
+
+void sc_nonce_bytes(void *out16) {
+    sc_rng_state *rng = &sc_rng;
+    uint64_t generation = atomic_load_explicit(&sc_fork_generation, memory_order_relaxed);
+    if (rng->generation != generation) {
+        randombytes_buf(rng->key, sizeof rng->key);
+        rng->generation = generation;
+        sc_rng_refill(rng);
+    } else if (rng->next + 16 > SC_RNG_BUFFER) {
+        sc_rng_refill(rng);
+    }
+    memcpy(out16, rng->buffer + rng->next, 16);
+    sodium_memzero(rng->buffer + rng->next, 16);
+    rng->next += 16;
+}
 
 int sc_memcmp(const void *a, const void *b, size_t length) { return sodium_memcmp(a, b, length) == 0 ? 0 : -1; }
 

@@ -5,10 +5,12 @@ public struct Nonce: Hashable, Sendable, CustomStringConvertible {
     public static let byteCount = 16
     var words: (UInt64, UInt64)
 
-    /// A fresh nonce from the system CSPRNG (libsodium `randombytes_buf`, backed by getrandom).
+    /// A fresh nonce from this thread's ChaCha20 generator, which is seeded from the system
+    /// CSPRNG (getrandom) and reseeded after fork: no system call or lock per nonce.
     public static func random() -> Nonce {
+        precondition(SignCoreRuntime.started, "libsodium failed to initialise")
         var nonce = Nonce(words: (0, 0))
-        withUnsafeMutableBytes(of: &nonce.words) { sc_random_bytes($0.baseAddress, $0.count) }
+        withUnsafeMutableBytes(of: &nonce.words) { sc_nonce_bytes($0.baseAddress) }
         return nonce
     }
 

@@ -5,9 +5,10 @@ public enum SignCoreVersion {
     public static let spec = "SignCore/1"
 }
 
-/// One-time library start (libsodium's `sodium_init`), run on first use.
+/// One-time library start (libsodium's `sodium_init`, the nonce generator's fork handler),
+/// run on first use.
 enum SignCoreRuntime {
-    private static let started: Bool = sc_init() == 0
+    static let started: Bool = sc_init() == 0
 
     static func start() throws(SignCoreError) {
         guard started else { throw SignCoreError(.cryptoFailure, "libsodium failed to initialise") }

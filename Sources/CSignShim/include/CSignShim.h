@@ -25,7 +25,8 @@
 #define SC_P256_PUBLIC_BYTES 65 /* uncompressed point 0x04 || x || y */
 #define SC_P256_SIGNATURE_BYTES 64 /* r || s, big-endian, 32 bytes each */
 
-/* Library set-up; idempotent and thread-safe. Returns -1 when libsodium cannot start. */
+/* Library set-up (libsodium, the fork handler of the nonce generator); idempotent and
+   thread-safe. Returns -1 when it cannot start. */
 int sc_init(void) SC_MUST_CHECK;
 
 /* ---- SHA-256 (OpenSSL, SHA-NI where the CPU has it) ---------------------------------- */
@@ -64,7 +65,7 @@ int sc_ed25519_verify(const void *public32, const void *message, size_t length, 
 
 /* ---- ECDSA P-256 with SHA-256 (OpenSSL) ----------------------------------------------- */
 
-/* An OpenSSL key object; the one allocation of this header, made at key load. */
+/* An OpenSSL EC_KEY, made at key load and shared read-only by every thread. */
 typedef struct sc_p256_key sc_p256_key;
 
 /* Generates a private scalar (32 bytes, big-endian). */
@@ -83,6 +84,9 @@ int sc_p256_verify(sc_p256_key *key, const void *message, size_t length, const v
 
 /* Bytes from the system CSPRNG (getrandom). */
 void sc_random_bytes(void *out, size_t length);
+/* 16 bytes for a token nonce from this thread's ChaCha20 generator, seeded from the system
+   CSPRNG on the thread's first call and again after fork(). Call sc_init first. */
+void sc_nonce_bytes(void *out16);
 /* Constant-time equality: 0 when equal, -1 otherwise. */
 int sc_memcmp(const void *a, const void *b, size_t length) SC_MUST_CHECK;
 void sc_memzero(void *p, size_t length);
