@@ -2,60 +2,69 @@
 /// alphabet characters, no padding, and unused trailing bits must be zero, so every byte
 /// string has exactly one spelling and no token character can change without changing bytes.
 public enum Base64URL {
-    static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
+    /// The value of each alphabet character, 0xFF for every other byte.
     static let decodeTable: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
-        for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }
+        for i in 0..<64 { table[Int(alphabet.utf8Start[i])] = UInt8(i) }
         return table
     }()
 
     /// Number of characters for `count` bytes.
     public static func encodedLength(_ count: Int) -> Int { (count * 4 + 2) / 3 }
 
+    /// Number of bytes `count` characters decode to, or nil when no byte string has that length.
+    static func decodedLength(_ count: Int) -> Int? { count % 4 == 1 ? nil : count * 3 / 4 }
+
     public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(encodedLength(bytes.count))
-        append(bytes, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        let length = encodedLength(bytes.count)
+        return String(unsafeUninitializedCapacity: length) { out in
+            var writer = ByteWriter(UnsafeMutableRawBufferPointer(out))
+            append(bytes, to: &writer)
+            return writer.count
+        }
     }
 
     public static func encode(_ bytes: [UInt8]) -> String { bytes.withUnsafeBytes { encode($0) } }
 
-    static func append(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    static func append(_ bytes: UnsafeRawBufferPointer, to out: inout ByteWriter) {
+        let table = alphabet.utf8Start
         var i = 0
         let n = bytes.count
         while i + 3 <= n {
             let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(alphabet[Int(v >> 18)])
-            out.append(alphabet[Int(v >> 12 & 63)])
-            out.append(alphabet[Int(v >> 6 & 63)])
-            out.append(alphabet[Int(v & 63)])
+            out.append(table[Int(v >> 18)])
+            out.append(table[Int(v >> 12 & 63)])
+            out.append(table[Int(v >> 6 & 63)])
+            out.append(table[Int(v & 63)])
             i += 3
         }
         if n - i == 1 {
             let v = UInt32(bytes[i]) << 16
-            out.append(alphabet[Int(v >> 18)])
-            out.append(alphabet[Int(v >> 12 & 63)])
+            out.append(table[Int(v >> 18)])
+            out.append(table[Int(v >> 12 & 63)])
         } else if n - i == 2 {
             let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out.append(alphabet[Int(v >> 18)])
-            out.append(alphabet[Int(v >> 12 & 63)])
-            out.append(alphabet[Int(v >> 6 & 63)])
+            out.append(table[Int(v >> 18)])
+            out.append(table[Int(v >> 12 & 63)])
+            out.append(table[Int(v >> 6 & 63)])
         }
     }
 
-    /// Decodes canonical unpadded base64url; nil for anything else.
-    public static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
-        let n = text.count
-        if n % 4 == 1 { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(n * 3 / 4)
+    /// Appends the canonical unpadded base64url `text` decodes to; false (and `out` unchanged)
+    /// for anything else. `out` needs room for `decodedLength(text.count)` bytes.
+    static func decode(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter) -> Bool {
+        guard decodedLength(text.count) != nil else { return false }
+        let start = out.count
         var acc: UInt32 = 0
         var bits = 0
         for c in text {
             let v = decodeTable[Int(c)]
-            if v == 0xFF { return nil }
+            if v == 0xFF {
+                out.truncate(to: start)
+                return false
+            }
             acc = acc << 6 | UInt32(v)
             bits += 6
             if bits >= 8 {
@@ -64,9 +73,27 @@ public enum Base64URL {
                 acc &= (1 << UInt32(bits)) - 1
             }
         }
-        if acc != 0 { return nil }  // non-zero unused bits: a second spelling of the same bytes
-        return out
+        if acc != 0 {  // non-zero unused bits: a second spelling of the same bytes
+            out.truncate(to: start)
+            return false
+        }
+        return true
     }
 
-    public static func decode(_ text: String) -> [UInt8]? { decode(Array(text.utf8)) }
+    /// Decodes canonical unpadded base64url; nil for anything else.
+    public static func decode(_ text: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let length = decodedLength(text.count) else { return nil }
+        var valid = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+            var writer = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
+            valid = decode(text, into: &writer)
+            count = valid ? writer.count : 0
+        }
+        return valid ? bytes : nil
+    }
+
+    public static func decode(_ text: String) -> [UInt8]? {
+        var text = text
+        return text.withUTF8 { decode(UnsafeRawBufferPointer($0)) }
+    }
 }

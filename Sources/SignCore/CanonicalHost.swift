@@ -4,7 +4,7 @@ enum CanonicalHost {
 
     /// Writes `host[:port]` for an authority: host lower-cased (IPv6 in RFC 5952 form, in
     /// brackets), the port without leading zeros and dropped when it is the scheme's default.
-    static func write(_ authority: Slice<UnsafeRawBufferPointer>, defaultPort: Int, into out: inout [UInt8]) throws(SignCoreError) {
+    static func write(_ authority: Slice<UnsafeRawBufferPointer>, defaultPort: Int, into out: inout ByteWriter) throws(SignCoreError) {
         guard !authority.contains(UInt8(ascii: "@")) else {
             throw CanonicalURL.invalid("userinfo (user@host) is not allowed")
         }
@@ -30,7 +30,7 @@ enum CanonicalHost {
 
     /// A registered name or IPv4 address: ASCII letters, digits, `-`, `.`, `_`, `~`; lower-cased;
     /// otherwise written as received (no IDNA mapping, no IPv4 reinterpretation).
-    private static func writeRegName(_ host: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
+    private static func writeRegName(_ host: Slice<UnsafeRawBufferPointer>, into out: inout ByteWriter) throws(SignCoreError) {
         guard !host.isEmpty else { throw CanonicalURL.invalid("the host is empty") }
         guard host.count <= maxHostBytes else { throw CanonicalURL.invalid("the host is longer than 255 bytes") }
         for byte in host {
@@ -41,14 +41,14 @@ enum CanonicalHost {
                 throw CanonicalURL.invalid("percent-encoding is not allowed in the host")
             }
             let lower = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
-            guard CanonicalURL.isUnreserved[Int(lower)] else {
+            guard CanonicalURL.isUnreserved(lower) else {
                 throw CanonicalURL.invalid("the host contains a character that is not allowed")
             }
             out.append(lower)
         }
     }
 
-    private static func writePort(_ port: Slice<UnsafeRawBufferPointer>, defaultPort: Int, into out: inout [UInt8]) throws(SignCoreError) {
+    private static func writePort(_ port: Slice<UnsafeRawBufferPointer>, defaultPort: Int, into out: inout ByteWriter) throws(SignCoreError) {
         if port.isEmpty { return }  // "host:" means the default port (RFC 3986 §3.2.3)
         var value = 0
         for byte in port {
@@ -59,12 +59,12 @@ enum CanonicalHost {
         guard value > 0 else { throw CanonicalURL.invalid("the port is 0") }
         if value == defaultPort { return }
         out.append(UInt8(ascii: ":"))
-        out.append(contentsOf: Array(String(value).utf8))
+        out.appendDecimal(Int64(value))
     }
 
     // MARK: IPv6 (RFC 4291 §2.2 input, RFC 5952 §4 output)
 
-    private static func writeIPv6(_ text: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
+    private static func writeIPv6(_ text: Slice<UnsafeRawBufferPointer>, into out: inout ByteWriter) throws(SignCoreError) {
         let groups = try parseIPv6(text)
         // The longest run of two or more zero groups becomes "::" (the first if tied).
         var bestStart = -1, bestLength = 1, runStart = -1
@@ -80,12 +80,12 @@ enum CanonicalHost {
         var k = 0
         while k < 8 {
             if k == bestStart {
-                out.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: ":")])
+                out.append("::")
                 k += bestLength
                 continue
             }
             if k > 0, k != bestStart + bestLength { out.append(UInt8(ascii: ":")) }  // "::" already separates
-            out.append(contentsOf: Array(String(groups[k], radix: 16).utf8))
+            Array(String(groups[k], radix: 16).utf8).withUnsafeBytes { out.append($0) }
             k += 1
         }
         out.append(UInt8(ascii: "]"))

@@ -12,37 +12,46 @@ public enum CanonicalURL {
 
     /// The canonical form of `url` as a string.
     public static func canonicalize(_ url: String) throws(SignCoreError) -> String {
-        String(decoding: try canonicalBytes(Array(url.utf8)), as: UTF8.self)
+        try withUTF8(of: url) { (raw) throws(SignCoreError) in try withCanonical(raw) { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// The canonical form of URL bytes (which need not be valid UTF-8: that is an error).
     public static func canonicalize(bytes: [UInt8]) throws(SignCoreError) -> String {
-        String(decoding: try canonicalBytes(bytes), as: UTF8.self)
+        try withBytes(of: bytes) { (raw) throws(SignCoreError) in try withCanonical(raw) { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// The canonical form of URL bytes, as bytes.
     public static func canonicalBytes(_ input: [UInt8]) throws(SignCoreError) -> [UInt8] {
-        var out = [UInt8]()
-        try withBytes(of: input) { (raw) throws(SignCoreError) in try write(raw, into: &out) }
-        return out
+        try withBytes(of: input) { (raw) throws(SignCoreError) in try withCanonical(raw) { Array($0) } }
     }
 
     /// Appends the canonical form of the URL bytes to `out`. On error `out` is left as it was.
     public static func write(_ input: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(SignCoreError) {
-        let start = out.count
-        do {
-            try writeUnchecked(input, into: &out)
-        } catch {
-            out.removeSubrange(start...)
-            throw error
+        try withCanonical(input) { out.append(contentsOf: $0) }
+    }
+
+    /// Calls `body` with the canonical form of the URL bytes, built in scratch memory that
+    /// lives only for the call: the signer's and verifier's path, with no array per request.
+    static func withCanonical<R>(_ input: UnsafeRawBufferPointer,
+                                 _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
+        // §2.1 limits first: they bound the scratch memory.
+        guard !input.isEmpty else { throw invalid("the URL is empty") }
+        guard input.count <= maxInputBytes else { throw invalid("the URL is longer than 8192 bytes") }
+        // Every input byte yields at most 3 output bytes ("é" → "%C3%A9"), and whatever is added
+        // (a "/" for an empty path, "=" after a bare key) comes with input bytes that shrink or
+        // stay; the second half holds the unsorted query while it is sorted.
+        let capacity = 3 * input.count + 8
+        return try withScratch(byteCount: 2 * capacity) { (scratch) throws(SignCoreError) in
+            var out = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: scratch[..<capacity]))
+            try writeCanonical(input, into: &out, spare: UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...]))
+            return try body(out.written)
         }
     }
 
     /// §2.1–§2.8 in order.
-    private static func writeUnchecked(_ input: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(SignCoreError) {
-        // §2.1 Input limits: size, no control bytes, valid UTF-8.
-        guard !input.isEmpty else { throw invalid("the URL is empty") }
-        guard input.count <= maxInputBytes else { throw invalid("the URL is longer than 8192 bytes") }
+    private static func writeCanonical(_ input: UnsafeRawBufferPointer, into out: inout ByteWriter,
+                                       spare: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
+        // §2.1 Input limits: no control bytes, valid UTF-8 (size was checked by the caller).
         for byte in input where byte < 0x20 || byte == 0x7F {
             throw invalid("the URL contains a control character")
         }
@@ -67,7 +76,7 @@ public enum CanonicalURL {
         guard colon + 2 < end, input[colon + 1] == UInt8(ascii: "/"), input[colon + 2] == UInt8(ascii: "/") else {
             throw invalid("the scheme must be followed by //authority")
         }
-        out.append(contentsOf: isHTTPS ? Array("https://".utf8) : Array("http://".utf8))
+        out.append(isHTTPS ? "https://" : "http://")
 
         // §2.4–§2.5 Authority: host and port.
         let authorityStart = colon + 3
@@ -84,7 +93,7 @@ public enum CanonicalURL {
 
         // §2.7 Query.
         if pathEnd < end {
-            try writeQuery(input[(pathEnd + 1)..<end], into: &out)
+            try writeQuery(input[(pathEnd + 1)..<end], into: &out, spare: spare)
         }
     }
 
@@ -92,62 +101,70 @@ public enum CanonicalURL {
 
     /// Normalises each segment, then removes dot segments (RFC 3986 §5.2.4) on the normalised
     /// bytes, so `%2E%2E` counts as `..`. An encoded slash `%2F` stays data, never a separator.
-    private static func writePath(_ path: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
+    private static func writePath(_ path: Slice<UnsafeRawBufferPointer>, into out: inout ByteWriter) throws(SignCoreError) {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         if path.isEmpty {
-            out.append(UInt8(ascii: "/"))
+            out.append(slash)
             return
         }
-        // Segment starts in `out`, kept on the stack: at most one segment per input byte.
-        try withUnsafeTemporaryAllocation(of: Int.self, capacity: path.count + 1) { (stack) throws(SignCoreError) in
-            var depth = 0
-            var i = path.startIndex + 1  // path begins with '/'
-            while true {
-                var segmentEnd = i
-                while segmentEnd < path.endIndex, path[segmentEnd] != UInt8(ascii: "/") { segmentEnd += 1 }
-                let isLast = segmentEnd == path.endIndex
-                let segmentStart = out.count
-                out.append(UInt8(ascii: "/"))
-                try appendNormalized(path[i..<segmentEnd], plusIsSpace: false, into: &out)
-                let written = out.count - segmentStart - 1
-                let dot = UInt8(ascii: ".")
-                if written == 1, out[segmentStart + 1] == dot {
-                    out.removeSubrange(segmentStart...)
-                    if isLast { out.append(UInt8(ascii: "/")) }
-                } else if written == 2, out[segmentStart + 1] == dot, out[segmentStart + 2] == dot {
-                    out.removeSubrange(segmentStart...)
-                    if depth > 0 {
-                        depth -= 1
-                        out.removeSubrange(stack[depth]...)
-                    }
-                    if isLast { out.append(UInt8(ascii: "/")) }
-                } else {
-                    stack[depth] = segmentStart
-                    depth += 1
+        // A normalised segment never holds a raw '/', so the segment before `out.count` starts
+        // at the last '/' at or after `pathStart`.
+        let pathStart = out.count
+        var i = path.startIndex + 1  // path begins with '/'
+        while true {
+            var segmentEnd = i
+            while segmentEnd < path.endIndex, path[segmentEnd] != slash { segmentEnd += 1 }
+            let isLast = segmentEnd == path.endIndex
+            let segmentStart = out.count
+            out.append(slash)
+            try appendNormalized(path[i..<segmentEnd], plusIsSpace: false, into: &out)
+            let written = out.count - segmentStart - 1
+            if written == 1, out[segmentStart + 1] == dot {
+                out.truncate(to: segmentStart)
+                if isLast { out.append(slash) }
+            } else if written == 2, out[segmentStart + 1] == dot, out[segmentStart + 2] == dot {
+                out.truncate(to: segmentStart)
+                var previous = segmentStart
+                while previous > pathStart {
+                    previous -= 1
+                    if out[previous] == slash { break }
                 }
-                if isLast { break }  // the last segment always leaves "/segment" or "/" behind
-                i = segmentEnd + 1
+                out.truncate(to: previous)
+                if isLast { out.append(slash) }
             }
+            if isLast { break }  // the last segment always leaves "/segment" or "/" behind
+            i = segmentEnd + 1
         }
     }
 
     // MARK: §2.7 Query
 
+    /// Where one normalised pair lies in the output: `start..<keyEnd` is the key.
+    private struct QueryPair {
+        var start: Int32, keyEnd: Int32, end: Int32
+    }
+
     /// Splits on `&`, drops empty pairs, splits each pair at its first `=` (a missing `=` means an
     /// empty value), normalises key and value with `+` meaning space, then sorts pairs by key
     /// bytes; pairs with equal keys keep their order, because `a=1&a=2` is a list.
-    private static func writeQuery(_ query: Slice<UnsafeRawBufferPointer>, into out: inout [UInt8]) throws(SignCoreError) {
+    private static func writeQuery(_ query: Slice<UnsafeRawBufferPointer>, into out: inout ByteWriter,
+                                   spare: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
         let questionMark = out.count
         out.append(UInt8(ascii: "?"))
         let pairsStart = out.count
-        var pairCount = 0
-        // Write pairs unsorted after '?', remembering (start, keyEnd, end) of each.
-        try withUnsafeTemporaryAllocation(of: (Int, Int, Int).self, capacity: maxQueryPairs) { (pairs) throws(SignCoreError) in
+        var separators = 0
+        for byte in query where byte == UInt8(ascii: "&") { separators += 1 }
+        let tableSize = min(maxQueryPairs, separators + 1)
+        try withScratch(byteCount: tableSize * MemoryLayout<QueryPair>.stride) { (raw) throws(SignCoreError) in
+            // Write pairs unsorted after '?', remembering where each lies.
+            let pairs = raw.bindMemory(to: QueryPair.self)
+            var pairCount = 0
             var i = query.startIndex
             while i <= query.endIndex {
                 var pairEnd = i
                 while pairEnd < query.endIndex, query[pairEnd] != UInt8(ascii: "&") { pairEnd += 1 }
                 if pairEnd > i {
-                    guard pairCount < maxQueryPairs else { throw invalid("the query has more than 256 pairs") }
+                    guard pairCount < tableSize else { throw invalid("the query has more than 256 pairs") }
                     var equals = i
                     while equals < pairEnd, query[equals] != UInt8(ascii: "=") { equals += 1 }
                     let start = out.count
@@ -157,17 +174,18 @@ public enum CanonicalURL {
                     if equals < pairEnd {
                         try appendNormalized(query[(equals + 1)..<pairEnd], plusIsSpace: true, into: &out)
                     }
-                    pairs[pairCount] = (start, keyEnd, out.count)
+                    pairs[pairCount] = QueryPair(start: Int32(start), keyEnd: Int32(keyEnd), end: Int32(out.count))
                     pairCount += 1
                 }
                 i = pairEnd + 1
             }
             if pairCount == 0 {
-                out.removeSubrange(questionMark...)
+                out.truncate(to: questionMark)
                 return
             }
             if pairCount == 1 { return }
-            // Stable sort by key: insertion sort over the (few) pairs, then rewrite in order.
+            // Stable sort by key: insertion sort over the (few) pairs, then rewrite in order
+            // from a copy of the unsorted pairs.
             for j in 1..<pairCount {
                 let pair = pairs[j]
                 var k = j
@@ -177,20 +195,21 @@ public enum CanonicalURL {
                 }
                 pairs[k] = pair
             }
-            let unsorted = Array(out[pairsStart...])
-            out.removeSubrange(pairsStart...)
+            let unsorted = UnsafeMutableRawBufferPointer(rebasing: spare[0..<(out.count - pairsStart)])
+            unsorted.copyMemory(from: UnsafeRawBufferPointer(rebasing: out.written[pairsStart...]))
+            out.truncate(to: pairsStart)
             for j in 0..<pairCount {
                 if j > 0 { out.append(UInt8(ascii: "&")) }
-                let (start, _, end) = pairs[j]
-                out.append(contentsOf: unsorted[(start - pairsStart)..<(end - pairsStart)])
+                let pair = pairs[j]
+                out.append(UnsafeRawBufferPointer(rebasing: unsorted[(Int(pair.start) - pairsStart)..<(Int(pair.end) - pairsStart)]))
             }
         }
     }
 
-    private static func keyLess(_ a: (Int, Int, Int), _ b: (Int, Int, Int), in out: [UInt8]) -> Bool {
-        let lengthA = a.1 - a.0, lengthB = b.1 - b.0
+    private static func keyLess(_ a: QueryPair, _ b: QueryPair, in out: ByteWriter) -> Bool {
+        let lengthA = Int(a.keyEnd - a.start), lengthB = Int(b.keyEnd - b.start)
         for k in 0..<min(lengthA, lengthB) {
-            let x = out[a.0 + k], y = out[b.0 + k]
+            let x = out[Int(a.start) + k], y = out[Int(b.start) + k]
             if x != y { return x < y }
         }
         return lengthA < lengthB
@@ -200,7 +219,7 @@ public enum CanonicalURL {
 
     /// Decodes every `%XX`, then writes unreserved bytes as they are and every other byte as
     /// `%XX` with upper-case hex. A `%` without two hex digits is an error.
-    static func appendNormalized(_ bytes: Slice<UnsafeRawBufferPointer>, plusIsSpace: Bool, into out: inout [UInt8]) throws(SignCoreError) {
+    static func appendNormalized(_ bytes: Slice<UnsafeRawBufferPointer>, plusIsSpace: Bool, into out: inout ByteWriter) throws(SignCoreError) {
         var i = bytes.startIndex
         while i < bytes.endIndex {
             var byte = bytes[i]
@@ -215,24 +234,24 @@ public enum CanonicalURL {
                 if plusIsSpace, byte == UInt8(ascii: "+") { byte = 0x20 }
                 i += 1
             }
-            if isUnreserved[Int(byte)] {
+            if isUnreserved(byte) {
                 out.append(byte)
             } else {
                 out.append(UInt8(ascii: "%"))
-                out.append(upperHex[Int(byte >> 4)])
-                out.append(upperHex[Int(byte & 15)])
+                out.append(upperHex.utf8Start[Int(byte >> 4)])
+                out.append(upperHex.utf8Start[Int(byte & 15)])
             }
         }
     }
 
-    /// ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3).
-    static let isUnreserved: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8 { table[Int(c)] = true }
-        return table
-    }()
+    /// ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3), as a bit set of the 128 ASCII bytes.
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        let low: UInt64 = 0x03FF_6000_0000_0000   // "-" "." "0"-"9"
+        let high: UInt64 = 0x47FF_FFFE_87FF_FFFE  // "A"-"Z" "_" "a"-"z" "~"
+        return byte < 64 ? (low >> UInt64(byte)) & 1 == 1 : byte < 128 && (high >> UInt64(byte - 64)) & 1 == 1
+    }
 
-    static let upperHex: [UInt8] = Array("0123456789ABCDEF".utf8)
+    static let upperHex: StaticString = "0123456789ABCDEF"
 
     static func hexValue(_ c: UInt8) -> UInt8? {
         switch c {

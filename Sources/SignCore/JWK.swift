@@ -1,3 +1,5 @@
+import CSignShim
+
 /// Keys as JSON Web Keys (RFC 7517, SPEC §6): parse, serialise, and the RFC 7638 thumbprint
 /// that is the default key id.
 public enum JWK {
@@ -12,13 +14,17 @@ public enum JWK {
     /// pieces so that an HMAC secret is never copied into a String, which could not be wiped.
     static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: [UInt8]) -> String {
         var hasher = SHA256Hasher()
-        var encoded = [UInt8]()
-        defer { wipe(&encoded) }
+        // Base64url of at most 1024 secret bytes, wiped after use.
+        let encoded = UnsafeMutableRawBufferPointer.allocate(byteCount: Base64URL.encodedLength(SigningKey.maxHMACSecretBytes), alignment: 1)
+        defer {
+            sc_memzero(encoded.baseAddress, encoded.count)
+            encoded.deallocate()
+        }
         func member(_ text: String, base64url bytes: ArraySlice<UInt8>) {
             hasher.update(Array(text.utf8))
-            encoded.removeAll(keepingCapacity: true)
-            bytes.withUnsafeBytes { Base64URL.append($0, to: &encoded) }
-            hasher.update(encoded)
+            var writer = ByteWriter(encoded)
+            bytes.withUnsafeBytes { Base64URL.append($0, to: &writer) }
+            hasher.update(writer.written)
         }
         switch algorithm {
         case .hmacSHA256:

@@ -34,51 +34,31 @@ public struct WToken: Sendable, Equatable {
 
     /// The header value.
     public var encoded: String {
-        [WToken.version, keyID, String(created), String(lifetime), nonce.description,
-         Base64URL.encode(targetHint), Base64URL.encode(Array(account.utf8)), Base64URL.encode(signature)].joined(separator: ".")
+        var keyID = keyID, account = account
+        return keyID.withUTF8 { kid in
+            account.withUTF8 { account in
+                targetHint.withUnsafeBytes { hint in
+                    signature.withUnsafeBytes { signature in
+                        WToken.encode(keyID: UnsafeRawBufferPointer(kid), created: created, lifetime: lifetime, nonce: nonce,
+                                      targetHint: hint, account: UnsafeRawBufferPointer(account), signature: signature)
+                    }
+                }
+            }
+        }
     }
 
     /// Parses a header value strictly: every field has exactly one spelling, so a token with any
     /// byte changed either fails to parse or parses to different values.
     public init(parsing text: String) throws(SignCoreError) {
-        let utf8 = Array(text.utf8)
-        guard utf8.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
-        let fields = utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard let first = fields.first, first.elementsEqual(WToken.version.utf8) else {
-            if let first = fields.first, first.first == UInt8(ascii: "v"), fields.count > 1 {
-                throw SignCoreError(.unsupportedVersion, "the wtoken version is not v1")
-            }
-            throw Self.malformed("the wtoken does not start with v1.")
+        self = try withUTF8(of: text) { (bytes) throws(SignCoreError) in
+            let fields = try TokenFields(parsing: bytes)
+            var signature = fields.signature
+            return WToken(keyID: String(decoding: bytes[fields.keyID], as: UTF8.self), created: fields.created,
+                          lifetime: fields.lifetime, nonce: fields.nonce,
+                          targetHint: withUnsafeBytes(of: fields.targetHint) { Array($0.prefix(WToken.targetHintBytes)) },
+                          account: fields.account(in: bytes),
+                          signature: withUnsafeBytes(of: &signature) { Array($0.prefix(fields.signatureByteCount)) })
         }
-        guard fields.count == 8 else { throw Self.malformed("the wtoken must have 8 fields") }
-        let kid = String(decoding: fields[1], as: UTF8.self)
-        guard SigningKey.isValidKeyID(kid) else { throw Self.malformed("the key id field is not 1-64 base64url characters") }
-        guard let created = Self.decimal(fields[2], max: WToken.maxCreated) else {
-            throw Self.malformed("the created field is not a decimal number of seconds")
-        }
-        guard let lifetime = Self.decimal(fields[3], max: WToken.maxLifetime), lifetime > 0 else {
-            throw Self.malformed("the lifetime field is not a number of seconds from 1 to 86400")
-        }
-        guard fields[4].count == 22, let nonceBytes = Base64URL.decode(fields[4]), let nonce = Nonce(bytes: nonceBytes) else {
-            throw Self.malformed("the nonce field is not 16 bytes of base64url")
-        }
-        guard fields[5].count == 8, let hint = Base64URL.decode(fields[5]) else {
-            throw Self.malformed("the target field is not 6 bytes of base64url")
-        }
-        guard let accountBytes = Base64URL.decode(fields[6]), accountBytes.count <= WToken.maxAccountBytes,
-              UTF8Validation.isValid(accountBytes) else {
-            throw Self.malformed("the account field is not base64url of at most 256 bytes of UTF-8")
-        }
-        guard let signature = Base64URL.decode(fields[7]), signature.count == 32 || signature.count == 64 else {
-            throw Self.malformed("the signature field is not 32 or 64 bytes of base64url")
-        }
-        self.keyID = kid
-        self.created = created
-        self.lifetime = lifetime
-        self.nonce = nonce
-        self.targetHint = hint
-        self.account = String(decoding: accountBytes, as: UTF8.self)
-        self.signature = signature
     }
 
     init(keyID: String, created: Int64, lifetime: Int64, nonce: Nonce, targetHint: [UInt8], account: String, signature: [UInt8]) {
@@ -91,8 +71,170 @@ public struct WToken: Sendable, Equatable {
         self.signature = signature
     }
 
+    /// Builds the header value in one allocation (the signer's path).
+    static func encode(keyID: UnsafeRawBufferPointer, created: Int64, lifetime: Int64, nonce: Nonce,
+                       targetHint: UnsafeRawBufferPointer, account: UnsafeRawBufferPointer,
+                       signature: UnsafeRawBufferPointer) -> String {
+        let length = 3 + keyID.count + 1 + decimalDigits(created) + 1 + decimalDigits(lifetime) + 1
+            + Base64URL.encodedLength(Nonce.byteCount) + 1 + Base64URL.encodedLength(targetHint.count) + 1
+            + Base64URL.encodedLength(account.count) + 1 + Base64URL.encodedLength(signature.count)
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
+            out.append("v1.")
+            out.append(keyID)
+            out.append(UInt8(ascii: "."))
+            out.appendDecimal(created)
+            out.append(UInt8(ascii: "."))
+            out.appendDecimal(lifetime)
+            out.append(UInt8(ascii: "."))
+            withUnsafeBytes(of: nonce.words) { Base64URL.append($0, to: &out) }
+            out.append(UInt8(ascii: "."))
+            Base64URL.append(targetHint, to: &out)
+            out.append(UInt8(ascii: "."))
+            Base64URL.append(account, to: &out)
+            out.append(UInt8(ascii: "."))
+            Base64URL.append(signature, to: &out)
+            return out.count
+        }
+    }
+
+    private static func decimalDigits(_ value: Int64) -> Int {
+        var digits = 1, rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        return digits
+    }
+}
+
+/// A wtoken parsed in place, without allocating: the fixed-size fields decoded, the key id and
+/// account kept as byte ranges of the header bytes they were parsed from (the verifier's path).
+struct TokenFields {
+    var keyID: Range<Int>
+    var created: Int64
+    var lifetime: Int64
+    var nonce: Nonce
+    /// The 6 hint bytes, then 2 zero bytes.
+    var targetHint: UInt64 = 0
+    /// The account's base64url text; validated here, decoded again where it is used.
+    var accountText: Range<Int>
+    /// The signature, 32 or 64 bytes, in fixed storage.
+    var signature: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    var signatureByteCount: Int
+
+    init(parsing text: UnsafeRawBufferPointer) throws(SignCoreError) {
+        guard text.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
+        let fields = FieldBounds(text)
+        let field = { (n: Int) in fields[n] }
+        guard text[field(0)].elementsEqual("v1".utf8) else {
+            if fields.count > 1, text.first == UInt8(ascii: "v") {
+                throw SignCoreError(.unsupportedVersion, "the wtoken version is not v1")
+            }
+            throw Self.malformed("the wtoken does not start with v1.")
+        }
+        guard fields.count == 8 else { throw Self.malformed("the wtoken must have 8 fields") }
+
+        keyID = field(1)
+        guard (1...SigningKey.maxKeyIDLength).contains(keyID.count),
+              text[keyID].allSatisfy({ Base64URL.decodeTable[Int($0)] != 0xFF }) else {
+            throw Self.malformed("the key id field is not 1-64 base64url characters")
+        }
+        guard let created = Self.decimal(text[field(2)], max: WToken.maxCreated) else {
+            throw Self.malformed("the created field is not a decimal number of seconds")
+        }
+        guard let lifetime = Self.decimal(text[field(3)], max: WToken.maxLifetime), lifetime > 0 else {
+            throw Self.malformed("the lifetime field is not a number of seconds from 1 to 86400")
+        }
+        self.created = created
+        self.lifetime = lifetime
+
+        var nonce = Nonce(words: (0, 0))
+        guard field(4).count == 22, Self.decode(text[field(4)], into: &nonce.words) == Nonce.byteCount else {
+            throw Self.malformed("the nonce field is not 16 bytes of base64url")
+        }
+        self.nonce = nonce
+        guard field(5).count == 8, Self.decode(text[field(5)], into: &targetHint) == WToken.targetHintBytes else {
+            throw Self.malformed("the target field is not 6 bytes of base64url")
+        }
+        let account = field(6)
+        let accountValid = Base64URL.decodedLength(account.count).map { $0 <= WToken.maxAccountBytes } == true
+            && withUnsafeTemporaryAllocation(byteCount: WToken.maxAccountBytes, alignment: 1) { scratch in
+                var out = ByteWriter(scratch)
+                return Base64URL.decode(UnsafeRawBufferPointer(rebasing: text[account]), into: &out)
+                    && UTF8Validation.isValid(out.written)
+            }
+        accountText = account
+        guard accountValid else {
+            throw Self.malformed("the account field is not base64url of at most 256 bytes of UTF-8")
+        }
+        let signatureText = field(7)
+        guard signatureText.count == 43 || signatureText.count == 86 else {
+            throw Self.malformed("the signature field is not 32 or 64 bytes of base64url")
+        }
+        signatureByteCount = Self.decode(text[signatureText], into: &signature)
+        guard signatureByteCount == 32 || signatureByteCount == 64 else {
+            throw Self.malformed("the signature field is not 32 or 64 bytes of base64url")
+        }
+    }
+
+    /// Where the first 8 dot-separated fields of a header value lie, in fixed storage.
+    private struct FieldBounds {
+        /// Start of field k, for k in 0...8; the field ends one byte before the next start.
+        private var starts: (Int, Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+        /// Number of fields (may exceed 8; only the first 8 are located).
+        private(set) var count = 1
+
+        init(_ text: UnsafeRawBufferPointer) {
+            var count = 1
+            withUnsafeMutableBytes(of: &starts) { raw in
+                let starts = raw.bindMemory(to: Int.self)
+                for (i, byte) in text.enumerated() where byte == UInt8(ascii: ".") {
+                    if count <= 8 { starts[count] = i + 1 }
+                    count += 1
+                }
+                if count <= 8 { starts[count] = text.count + 1 }
+            }
+            self.count = count
+        }
+
+        /// Field `n` (n < min(count, 8)).
+        subscript(n: Int) -> Range<Int> {
+            withUnsafeBytes(of: starts) { raw in
+                let starts = raw.bindMemory(to: Int.self)
+                return starts[n]..<(starts[n + 1] - 1)
+            }
+        }
+    }
+
+    /// The account's bytes appended to `out` (validated by the parse).
+    func appendAccount(in text: UnsafeRawBufferPointer, to out: inout ByteWriter) {
+        _ = Base64URL.decode(UnsafeRawBufferPointer(rebasing: text[accountText]), into: &out)
+    }
+
+    var accountByteCount: Int { Base64URL.decodedLength(accountText.count) ?? 0 }
+
+    /// The account as a string; small accounts (up to 15 bytes) need no allocation.
+    func account(in text: UnsafeRawBufferPointer) -> String {
+        if accountText.isEmpty { return "" }
+        return String(unsafeUninitializedCapacity: accountByteCount) { buffer in
+            var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
+            appendAccount(in: text, to: &out)
+            return out.count
+        }
+    }
+
+    /// Decodes base64url into fixed storage; the byte count, or -1 when invalid or too long.
+    private static func decode<T>(_ text: Slice<UnsafeRawBufferPointer>, into storage: inout T) -> Int {
+        withUnsafeMutableBytes(of: &storage) { raw in
+            guard let length = Base64URL.decodedLength(text.count), length <= raw.count else { return -1 }
+            var out = ByteWriter(raw)
+            return Base64URL.decode(UnsafeRawBufferPointer(rebasing: text), into: &out) ? out.count : -1
+        }
+    }
+
     /// Digits only, no sign, no leading zero (except "0" itself), at most `max`.
-    private static func decimal(_ field: ArraySlice<UInt8>, max: Int64) -> Int64? {
+    private static func decimal(_ field: Slice<UnsafeRawBufferPointer>, max: Int64) -> Int64? {
         guard !field.isEmpty, field.count <= 11, field.count == 1 || field.first != UInt8(ascii: "0") else { return nil }
         var value: Int64 = 0
         for byte in field {
