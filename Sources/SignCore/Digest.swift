@@ -15,6 +15,19 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Exactly 43 characters of canonical base64url (a `whash` header), or nil.
+    public init?(base64url text: String) {
+        var digest = SHA256Digest()
+        let valid = (try? withUTF8(of: text) { (raw) throws(SignCoreError) in
+            raw.count == Base64URL.encodedLength(Self.byteCount) && digest.withUnsafeMutableBytes { out in
+                var writer = ByteWriter(out)
+                return Base64URL.decode(raw, into: &writer)
+            }
+        }) ?? false
+        guard valid else { return nil }
+        self = digest
+    }
+
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try Swift.withUnsafeBytes(of: words, body)
     }
@@ -44,6 +57,10 @@ public struct SHA256Hasher: Sendable {
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         sc_sha256_update(&state, bytes.baseAddress, bytes.count)
+    }
+
+    mutating func update(_ text: StaticString) {
+        update(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     public mutating func update(_ bytes: some Sequence<UInt8>) {

@@ -18,6 +18,19 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
         }
     }
 
+    /// The method as signed in the target digest, without building a String.
+    var token: StaticString {
+        switch self {
+        case .get: "GET"
+        case .head: "HEAD"
+        case .options: "OPTIONS"
+        case .delete: "DELETE"
+        case .post: "POST"
+        case .put: "PUT"
+        case .patch: "PATCH"
+        }
+    }
+
     /// Parses a method token. Methods are case-sensitive (RFC 9110 §9.1): `get` is not `GET`.
     public init(token: String) throws(SignCoreError) {
         guard let method = HTTPMethod(rawValue: token) else {

@@ -2,7 +2,7 @@
 /// new key can be added before clients use it and the old one removed after they stop:
 /// rotation without downtime.
 public struct KeySet: Sendable {
-    private var keys: [String: SigningKey] = [:]
+    private var keys: [KeyID: SigningKey] = [:]
 
     public init() {}
 
@@ -17,15 +17,54 @@ public struct KeySet: Sendable {
 
     /// Adds a key; a second key with the same id is refused rather than silently replacing it.
     public mutating func add(_ key: SigningKey) throws(SignCoreError) {
-        guard keys[key.id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
-        keys[key.id] = key
+        guard let id = KeyID(key.id) else { throw SignCoreError(.invalidKey, "the key id is longer than 64 bytes") }
+        guard keys[id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
+        keys[id] = key
     }
 
     @discardableResult
-    public mutating func remove(id: String) -> SigningKey? { keys.removeValue(forKey: id) }
+    public mutating func remove(id: String) -> SigningKey? {
+        guard let id = KeyID(id) else { return nil }
+        return keys.removeValue(forKey: id)
+    }
 
-    public func key(id: String) -> SigningKey? { keys[id] }
+    public func key(id: String) -> SigningKey? {
+        guard let id = KeyID(id) else { return nil }
+        return keys[id]
+    }
 
-    public var ids: [String] { keys.keys.sorted() }
+    /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes).
+    func key(id: UnsafeRawBufferPointer) -> SigningKey? {
+        guard let id = KeyID(id) else { return nil }
+        return keys[id]
+    }
+
+    public var ids: [String] { keys.values.map(\.id).sorted() }
     public var count: Int { keys.count }
+}
+
+/// A key id in fixed storage (at most 64 bytes, SPEC §4.1), so a lookup allocates nothing.
+struct KeyID: Hashable {
+    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    private var count = 0
+
+    init?(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= SigningKey.maxKeyIDLength else { return nil }
+        count = bytes.count
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) }
+    }
+
+    init?(_ id: String) {
+        var id = id
+        guard let keyID = id.withUTF8({ KeyID(UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = keyID
+    }
+
+    static func == (a: KeyID, b: KeyID) -> Bool {
+        a.count == b.count && withUnsafeBytes(of: a.words) { x in withUnsafeBytes(of: b.words) { y in x.elementsEqual(y) } }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        withUnsafeBytes(of: words) { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+    }
 }

@@ -8,6 +8,15 @@ public enum SignatureAlgorithm: String, Sendable, CaseIterable {
     /// ECDSA P-256 with SHA-256, signature r || s (JWK `EC`/`P-256`, `alg` ES256).
     case p256 = "ES256"
 
+    /// The name as signed (SPEC §4.2), without building a String.
+    var name: StaticString {
+        switch self {
+        case .hmacSHA256: "HS256"
+        case .ed25519: "EdDSA"
+        case .p256: "ES256"
+        }
+    }
+
     /// Bytes of a signature.
     public var signatureByteCount: Int { self == .hmacSHA256 ? 32 : 64 }
 }

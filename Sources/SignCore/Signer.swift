@@ -61,22 +61,41 @@ public struct Signer: Sendable {
         try sign(method: method, url: url, body: .bytes(body), created: created, nonce: nonce)
     }
 
-    /// SPEC §4: canonical URL → whash → target digest → signing input → signature → token.
+    /// SPEC §4: canonical URL → whash → target digest → signing input → signature → token,
+    /// in stack memory; the two header strings are the only allocations.
     private func sign(method: HTTPMethod, url: String, body: RequestBody, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
-        let canonical = try CanonicalURL.canonicalBytes(Array(url.utf8))
-        let (whash, target) = canonical.withUnsafeBytes {
-            (WHash.of(method: method, canonicalURL: $0, body: body), SigningInput.targetDigest(method: method, canonicalURL: $0))
+        return try withUTF8(of: url) { (raw) throws(SignCoreError) in
+            try CanonicalURL.withCanonical(raw) { (canonical) throws(SignCoreError) in
+                try headers(whash: WHash.of(method: method, canonicalURL: canonical, body: body),
+                            target: SigningInput.targetDigest(method: method, canonicalURL: canonical),
+                            created: created, nonce: nonce)
+            }
         }
-        var input = [UInt8]()
-        SigningInput.write(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash, created: created,
-                           lifetime: lifetime, nonce: nonce, account: account, into: &input)
-        let signature = try withBytes(of: input) { (message) throws(SignCoreError) in try key.sign(message) }
-        let token = WToken(keyID: key.id, created: created, lifetime: lifetime, nonce: nonce,
-                           targetHint: Array(target.bytes.prefix(WToken.targetHintBytes)),
-                           account: account, signature: signature)
-        return SignedHeaders(whash: whash.description, wtoken: token.encoded)
+    }
+
+    private func headers(whash: SHA256Digest, target: SHA256Digest, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
+        try withUTF8(of: key.id) { (keyID) throws(SignCoreError) in
+            try withUTF8(of: account) { (account) throws(SignCoreError) in
+                let signatureSize = key.algorithm.signatureByteCount
+                return try withScratch(byteCount: SigningInput.maxByteCount + signatureSize) { (scratch) throws(SignCoreError) in
+                    var input = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: scratch[..<SigningInput.maxByteCount]))
+                    SigningInput.write(algorithm: key.algorithm, keyID: keyID, target: target, whash: whash, created: created,
+                                       lifetime: lifetime, nonce: nonce, accountByteCount: account.count, into: &input) {
+                        $0.append(account)
+                    }
+                    let signature = UnsafeMutableRawBufferPointer(rebasing: scratch[SigningInput.maxByteCount...])
+                    try key.sign(input.written, into: signature)
+                    let token = target.withUnsafeBytes { digest in
+                        WToken.encode(keyID: keyID, created: created, lifetime: lifetime, nonce: nonce,
+                                      targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
+                                      account: account, signature: UnsafeRawBufferPointer(signature))
+                    }
+                    return SignedHeaders(whash: whash.description, wtoken: token)
+                }
+            }
+        }
     }
 }

@@ -12,49 +12,56 @@
 ///     nonce (16)
 ///     u16 len(account) || account    (UTF-8, big-endian length)
 public enum SigningInput {
-    static let prefix: [UInt8] = Array("SignCore/1 wtoken\n".utf8)
-    static let targetPrefix: [UInt8] = Array("SignCore/1 target\n".utf8)
-    static let space: [UInt8] = [0x20]
+    static let prefix: StaticString = "SignCore/1 wtoken\n"
+    static let targetPrefix: StaticString = "SignCore/1 target\n"
+    /// The longest signing input: a 64-byte key id and a 256-byte account.
+    static let maxByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength + 32 + 32 + 8 + 4 + 16 + 2 + WToken.maxAccountBytes
 
     /// SHA-256 over the method and the canonical URL (SPEC §4.2.1).
     public static func targetDigest(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
         var hasher = SHA256Hasher()
-        targetPrefix.withUnsafeBytes { hasher.update($0) }
-        hasher.update(method.rawValue.utf8)
-        space.withUnsafeBytes { hasher.update($0) }
+        hasher.update(targetPrefix)
+        hasher.update(method.token)
+        hasher.update(" ")
         hasher.update(canonicalURL)
         return hasher.finalize()
     }
 
-    /// The signing input as bytes (for interoperability checks; signing writes it directly).
+    /// The signing input as bytes (for interoperability checks; signing writes it in place).
     public static func bytes(algorithm: SignatureAlgorithm, keyID: String, target: SHA256Digest, whash: SHA256Digest,
                              created: Int64, lifetime: Int64, nonce: Nonce, account: String) -> [UInt8] {
-        var out = [UInt8]()
-        write(algorithm: algorithm, keyID: keyID, target: target, whash: whash, created: created, lifetime: lifetime,
-              nonce: nonce, account: account, into: &out)
-        return out
-    }
-
-    /// Appends the signing input to `out`.
-    static func write(algorithm: SignatureAlgorithm, keyID: String, target: SHA256Digest, whash: SHA256Digest,
-                      created: Int64, lifetime: Int64, nonce: Nonce, account: String, into out: inout [UInt8]) {
-        out.append(contentsOf: prefix)
-        out.append(UInt8(algorithm.rawValue.utf8.count))
-        out.append(contentsOf: algorithm.rawValue.utf8)
-        out.append(UInt8(keyID.utf8.count))
-        out.append(contentsOf: keyID.utf8)
-        target.withUnsafeBytes { out.append(contentsOf: $0) }
-        whash.withUnsafeBytes { out.append(contentsOf: $0) }
-        appendBigEndian(UInt64(created), byteCount: 8, to: &out)
-        appendBigEndian(UInt64(lifetime), byteCount: 4, to: &out)
-        withUnsafeBytes(of: nonce.words) { out.append(contentsOf: $0) }
-        appendBigEndian(UInt64(account.utf8.count), byteCount: 2, to: &out)
-        out.append(contentsOf: account.utf8)
-    }
-
-    private static func appendBigEndian(_ value: UInt64, byteCount: Int, to out: inout [UInt8]) {
-        for shift in stride(from: (byteCount - 1) * 8, through: 0, by: -8) {
-            out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        var keyID = keyID, account = account
+        return keyID.withUTF8 { kid in
+            account.withUTF8 { account in
+                [UInt8](unsafeUninitializedCapacity: maxByteCount) { buffer, count in
+                    var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
+                    write(algorithm: algorithm, keyID: UnsafeRawBufferPointer(kid), target: target, whash: whash,
+                          created: created, lifetime: lifetime, nonce: nonce, accountByteCount: account.count,
+                          into: &out) { $0.append(UnsafeRawBufferPointer(account)) }
+                    count = out.count
+                }
+            }
         }
+    }
+
+    /// Writes the signing input; `appendAccount` writes the `accountByteCount` account bytes.
+    static func write(algorithm: SignatureAlgorithm, keyID: UnsafeRawBufferPointer, target: SHA256Digest, whash: SHA256Digest,
+                      created: Int64, lifetime: Int64, nonce: Nonce, accountByteCount: Int, into out: inout ByteWriter,
+                      appendAccount: (inout ByteWriter) -> Void) {
+        out.append(prefix)
+        let name = algorithm.name
+        out.append(UInt8(name.utf8CodeUnitCount))
+        out.append(name)
+        out.append(UInt8(keyID.count))
+        out.append(keyID)
+        target.withUnsafeBytes { out.append($0) }
+        whash.withUnsafeBytes { out.append($0) }
+        out.appendBigEndian(UInt64(created), byteCount: 8)
+        out.appendBigEndian(UInt64(lifetime), byteCount: 4)
+        withUnsafeBytes(of: nonce.words) { out.append($0) }
+        out.appendBigEndian(UInt64(accountByteCount), byteCount: 2)
+        let accountStart = out.count
+        appendAccount(&out)
+        precondition(out.count - accountStart == accountByteCount, "account length")
     }
 }

@@ -192,23 +192,21 @@ public final class SigningKey: @unchecked Sendable {
 
     // MARK: Sign and verify (SPEC §4.3)
 
-    /// Signs `message`; the result has `algorithm.signatureByteCount` bytes.
-    func sign(_ message: UnsafeRawBufferPointer) throws(SignCoreError) -> [UInt8] {
+    /// Signs `message` into `signature`, which has room for `algorithm.signatureByteCount` bytes.
+    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
         guard let secret else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
-        var signature = [UInt8](repeating: 0, count: algorithm.signatureByteCount)
-        let rc: Int32 = signature.withUnsafeMutableBytes { out in
-            switch algorithm {
-            case .hmacSHA256:
-                sc_hmac_sha256(hmacKey, message.baseAddress, message.count, out.baseAddress)
-                return 0
-            case .ed25519:
-                return sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, out.baseAddress)
-            case .p256:
-                return sc_p256_sign(p256, message.baseAddress, message.count, out.baseAddress)
-            }
+        precondition(signature.count >= algorithm.signatureByteCount)
+        let rc: Int32
+        switch algorithm {
+        case .hmacSHA256:
+            sc_hmac_sha256(hmacKey, message.baseAddress, message.count, signature.baseAddress)
+            rc = 0
+        case .ed25519:
+            rc = sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, signature.baseAddress)
+        case .p256:
+            rc = sc_p256_sign(p256, message.baseAddress, message.count, signature.baseAddress)
         }
         guard rc == 0 else { throw SignCoreError(.cryptoFailure, "the signature could not be computed") }
-        return signature
     }
 
     /// Whether `signature` is valid for `message`; HMAC tags are compared in constant time.

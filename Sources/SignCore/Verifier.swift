@@ -69,17 +69,28 @@ public struct Verifier: Sendable {
     public func check(_ request: ReceivedRequest, now: Int64? = nil) throws(SignCoreError) -> VerifiedRequest {
         let now = now ?? clock()
 
-        // 1. The token: present, bounded, well-formed.
+        // 1. The token: present, bounded, well-formed (parsed in place, nothing allocated).
         guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
-        let token = try WToken(parsing: header)
+        return try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
+            let token = try TokenFields(parsing: tokenText)
 
-        // 2. The request: a signable method and a valid URL.
-        let method = try HTTPMethod(token: request.method)
-        let canonical = try CanonicalURL.canonicalBytes(Array(request.url.utf8))
+            // 2. The request: a signable method and a valid URL.
+            let method = try HTTPMethod(token: request.method)
+            return try withUTF8(of: request.url) { (url) throws(SignCoreError) in
+                try CanonicalURL.withCanonical(url) { (canonical) throws(SignCoreError) in
+                    try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now)
+                }
+            }
+        }
+    }
 
+    /// Steps 3–8, once the token is parsed and the canonical URL is known.
+    private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
+                       method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64) throws(SignCoreError) -> VerifiedRequest {
         // 3. The key named by the token; its algorithm decides how the signature is checked.
-        guard let key = keys.key(id: token.keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
-        guard token.signature.count == key.algorithm.signatureByteCount else {
+        let keyID = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
+        guard let key = keys.key(id: keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
+        guard token.signatureByteCount == key.algorithm.signatureByteCount else {
             throw SignCoreError(.algorithmMismatch, "the signature length does not fit the key's algorithm")
         }
 
@@ -90,12 +101,13 @@ public struct Verifier: Sendable {
         guard token.created - skew <= now else {  // created is at most 11 digits: no overflow
             throw SignCoreError(.notYetValid, "the token was created in the future beyond the allowed clock skew")
         }
-        guard now < token.expires else { throw SignCoreError(.expired, "the token has expired") }
+        let expires = token.created + token.lifetime
+        guard now < expires else { throw SignCoreError(.expired, "the token has expired") }
 
         // 6. whash recomputed from what was received, compared with the header in constant time.
-        let whash = canonical.withUnsafeBytes { WHash.of(method: method, canonicalURL: $0, body: request.body) }
+        let whash = WHash.of(method: method, canonicalURL: canonical, body: request.body)
         if let sent = request.whash {
-            guard let bytes = Base64URL.decode(sent), let sentDigest = SHA256Digest(bytes: bytes) else {
+            guard let sentDigest = SHA256Digest(base64url: sent) else {
                 throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
             }
             guard sentDigest == whash else {
@@ -106,25 +118,27 @@ public struct Verifier: Sendable {
         }
 
         // 7. Target: the token was signed for this method and canonical URL.
-        let target = canonical.withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
+        let target = SigningInput.targetDigest(method: method, canonicalURL: canonical)
         let hintMatches = target.withUnsafeBytes { digest in
-            token.targetHint.withUnsafeBytes { hint in constantTimePrefixEqual(digest, hint, WToken.targetHintBytes) }
+            withUnsafeBytes(of: token.targetHint) { hint in constantTimePrefixEqual(digest, hint, WToken.targetHintBytes) }
         }
         guard hintMatches else {
             throw SignCoreError(.targetMismatch, "the token was signed for another method or URL")
         }
 
         // 8. Signature over the signing input rebuilt from the request and the token.
-        var input = [UInt8]()
-        SigningInput.write(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash, created: token.created,
-                           lifetime: token.lifetime, nonce: token.nonce, account: token.account, into: &input)
-        let valid = input.withUnsafeBytes { message in
-            token.signature.withUnsafeBytes { signature in key.isValidSignature(signature, for: message) }
+        let valid = withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
+            var input = ByteWriter(scratch)
+            SigningInput.write(algorithm: key.algorithm, keyID: keyID, target: target, whash: whash, created: token.created,
+                               lifetime: token.lifetime, nonce: token.nonce, accountByteCount: token.accountByteCount,
+                               into: &input) { token.appendAccount(in: tokenText, to: &$0) }
+            return withUnsafeBytes(of: token.signature) { signature in
+                key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]), for: input.written)
+            }
         }
         guard valid else { throw SignCoreError(.badSignature, "the signature does not verify") }
 
-        return VerifiedRequest(keyID: key.id, algorithm: key.algorithm, account: token.account,
-                               created: token.created, expires: token.expires, nonce: token.nonce)
+        return VerifiedRequest(keyID: key.id, algorithm: key.algorithm, account: token.account(in: tokenText),
+                               created: token.created, expires: expires, nonce: token.nonce)
     }
 }
-

@@ -7,13 +7,13 @@
 ///     whash = SHA-256("SignCore/1 whash url\n"  || canonical URL)
 ///     whash = SHA-256("SignCore/1 whash body\n" || body)
 public enum WHash {
-    static let urlPrefix: [UInt8] = Array("SignCore/1 whash url\n".utf8)
-    static let bodyPrefix: [UInt8] = Array("SignCore/1 whash body\n".utf8)
+    static let urlPrefix: StaticString = "SignCore/1 whash url\n"
+    static let bodyPrefix: StaticString = "SignCore/1 whash body\n"
 
     /// The whash of a URL-class request, from its canonical URL bytes.
     public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
         var hasher = SHA256Hasher()
-        urlPrefix.withUnsafeBytes { hasher.update($0) }
+        hasher.update(urlPrefix)
         hasher.update(canonicalURL)
         return hasher.finalize()
     }
@@ -31,7 +31,7 @@ public enum WHash {
     /// URL-class method is ignored, as a server ignores it.
     public static func compute(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
         if method.contentClass == .body { return ofBody(body) }
-        return try CanonicalURL.canonicalBytes(Array(url.utf8)).withUnsafeBytes { ofCanonicalURL($0) }
+        return try withUTF8(of: url) { (raw) throws(SignCoreError) in try CanonicalURL.withCanonical(raw) { ofCanonicalURL($0) } }
     }
 
     /// The whash of a request whose canonical URL is already computed.
@@ -52,7 +52,7 @@ public enum WHash {
 
         public init(limit: UInt64 = .max) {
             self.limit = limit
-            WHash.bodyPrefix.withUnsafeBytes { hasher.update($0) }
+            hasher.update(WHash.bodyPrefix)
         }
 
         /// Adds a chunk; throws `bodyTooLarge` once the total passes `limit` (nothing is lost:

@@ -11,6 +11,12 @@ import Testing
         return out.hex
     }
 
+    func sign(_ message: [UInt8], with key: SigningKey) throws -> [UInt8] {
+        var signature = [UInt8](repeating: 0, count: key.algorithm.signatureByteCount)
+        try message.withUnsafeBytes { m in try signature.withUnsafeMutableBytes { try key.sign(m, into: $0) } }
+        return signature
+    }
+
     @Test func sha256KnownAnswers() {
         // FIPS 180-4 examples.
         #expect(sha256([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
@@ -65,7 +71,7 @@ import Testing
         let seed = try #require([UInt8](hex: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"))
         let key = try SigningKey.ed25519(seed: seed)
         #expect(key.publicKey.hex == "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c")
-        let signature = try [UInt8(0x72)].withUnsafeBytes { try key.sign($0) }
+        let signature = try sign([0x72], with: key)
         #expect(signature.hex == "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da"
             + "085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00")
         let valid = [UInt8(0x72)].withUnsafeBytes { m in signature.withUnsafeBytes { key.isValidSignature($0, for: m) } }
@@ -77,7 +83,7 @@ import Testing
     @Test func p256SignVerifyAndKeyChecks() throws {
         let key = try SigningKey.generate(.p256)
         let message = Array("message".utf8)
-        let signature = try message.withUnsafeBytes { try key.sign($0) }
+        let signature = try sign(message, with: key)
         #expect(signature.count == 64)
         let publicKey = try key.publicOnly()
         #expect(message.withUnsafeBytes { m in signature.withUnsafeBytes { publicKey.isValidSignature($0, for: m) } })
