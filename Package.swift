@@ -25,7 +25,12 @@ let package = Package(
             name: "signtool",
             dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        .executableTarget(name: "bench", dependencies: ["SignCore", "CSignShim"]),
+        // The benchmark's crypto floors (raw libsodium/OpenSSL) and its allocation counter.
+        .target(name: "CBench", linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
+        .executableTarget(
+            name: "bench",
+            dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "SignCoreTests",
             dependencies: ["SignCore", "SignCoreVectors", "CSignShim"]

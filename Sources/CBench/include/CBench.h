@@ -1,0 +1,62 @@
+/*
+ * CBench: what the benchmark measures SignCore against, and how it counts allocations.
+ *
+ * The floors are the raw libsodium / OpenSSL work an operation cannot avoid, done with the
+ * fastest API each library offers and every key schedule or context prepared once: SHA-256
+ * through the low-level SHA256_CTX (faster than a reused EVP_MD_CTX, measured in docs), HMAC
+ * from two prepared SHA-256 states, libsodium Ed25519, and ECDSA_do_sign / ECDSA_do_verify on a
+ * prepared EC_KEY (faster than EVP_PKEY_sign with a reused EVP_PKEY_CTX).
+ */
+#ifndef CBENCH_H
+#define CBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Floors ---------------------------------------------------------------------------- */
+
+void bench_sha256(const void *data, size_t length, void *out32);
+
+/* libsodium's 64-byte Ed25519 secret key and 32-byte public key for a seed. */
+int bench_ed25519_keypair(const void *seed32, void *public32, void *secret64);
+
+typedef struct bench_hmac_key bench_hmac_key;
+bench_hmac_key *bench_hmac_key_new(const void *secret, size_t length);
+void bench_hmac_key_free(bench_hmac_key *key);
+
+typedef struct bench_p256_key bench_p256_key;
+bench_p256_key *bench_p256_key_new(const void *private32);
+void bench_p256_key_free(bench_p256_key *key);
+/* A signature r || s parsed once into OpenSSL's form (a verifier must parse it per call). */
+typedef struct bench_p256_signature bench_p256_signature;
+bench_p256_signature *bench_p256_signature_new(const void *signature64);
+void bench_p256_signature_free(bench_p256_signature *signature);
+
+/* Whole sign: SHA-256 of the content (canonical URL or body), then the MAC or signature over the
+   signing input. Return 0 on success. */
+int bench_floor_sign_hmac(const bench_hmac_key *key, const void *content, size_t content_length,
+                          const void *input, size_t input_length, void *out32);
+int bench_floor_sign_ed25519(const void *secret64, const void *content, size_t content_length,
+                             const void *input, size_t input_length, void *out64);
+int bench_floor_sign_p256(const bench_p256_key *key, const void *content, size_t content_length,
+                          const void *input, size_t input_length, void *out32);
+
+/* Whole verify: the same, then the constant-time compare or the signature check. 0 = valid. */
+int bench_floor_verify_hmac(const bench_hmac_key *key, const void *content, size_t content_length,
+                            const void *input, size_t input_length, const void *tag32);
+int bench_floor_verify_ed25519(const void *public32, const void *content, size_t content_length,
+                               const void *input, size_t input_length, const void *signature64);
+int bench_floor_verify_p256(const bench_p256_key *key, const void *content, size_t content_length,
+                            const void *input, size_t input_length, const bench_p256_signature *signature);
+
+/* Library versions, for the report. */
+const char *bench_openssl_version(void);
+const char *bench_sodium_version(void);
+
+/* ---- Allocation counting ----------------------------------------------------------------- */
+
+/* Heap allocations (malloc, calloc, realloc, aligned forms) made by the calling thread so far:
+   the bench binary defines the malloc family over glibc's __libc_* functions to count them. */
+uint64_t bench_thread_allocations(void);
+
+#endif

@@ -1,0 +1,59 @@
+import ArgumentParser
+import CBench
+import Foundation
+import SignCore
+
+/// `swift run -c release bench`: every engine operation beside its crypto floor.
+@main
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measures SignCore's operations beside the raw libsodium/OpenSSL work they cannot avoid.",
+        discussion: "Ratios compare samples taken back to back in one run; absolute figures drift between runs. Exits 1 when an allocation limit is exceeded; timing targets are reported, never enforced.")
+
+    @Flag(help: "Short samples (finishes in under a minute); for CI, not for quoting.")
+    var quick = false
+
+    @Option(help: "Also write the results as JSON to this file.")
+    var json: String?
+
+    @Option(help: "Only operations whose name contains this text (case-insensitive; repeatable).")
+    var filter: [String] = []
+
+    func run() async throws {
+        let settings = quick ? Settings.quick : .full
+        let machine = Machine.current()
+        print("SignCore bench, \(quick ? "quick" : "full") run: \(settings.repetitions) samples of \(settings.sampleSeconds) s per operation and per floor, interleaved")
+        print("Machine: \(machine.summary)\n")
+
+        print(Row.header)
+        var rows: [Row] = []
+        for benchCase in try Catalogue.cases() where selected(benchCase.operation) {
+            let (operation, floor) = try benchCase.make()
+            let measurement = await measure(operation, floor: floor, settings: settings)
+            let row = Row(benchCase, measurement)
+            print(row.line)
+            rows.append(row)
+        }
+
+        var allocations: [AllocationRow] = []
+        for benchCase in try Catalogue.allocationCases(iterations: quick ? 200 : 2000) where selected(benchCase.operation) {
+            allocations.append(AllocationRow(operation: benchCase.operation, size: benchCase.size,
+                                             perCall: await benchCase.count(), limit: benchCase.limit))
+        }
+
+        print(Report.summary(rows: rows, allocations: allocations))
+        if let json {
+            let report = Report(mode: quick ? "quick" : "full", machine: machine, rows: rows, allocations: allocations)
+            try report.write(to: json)
+            print("JSON written to \(json)")
+        }
+        if allocations.contains(where: { $0.met == false }) {
+            print("FAILED: an operation allocates more than its limit")
+            throw ExitCode(1)
+        }
+    }
+
+    private func selected(_ operation: String) -> Bool {
+        filter.isEmpty || filter.contains { operation.lowercased().contains($0.lowercased()) }
+    }
+}

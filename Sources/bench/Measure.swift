@@ -1,0 +1,113 @@
+import CBench
+import Dispatch
+
+/// Runs an operation `iterations` times and returns the seconds the timed part took (set-up,
+/// such as signing the tokens a verify run consumes, stays outside the clock).
+typealias Timed = @Sendable (_ iterations: Int) async -> Double
+
+/// Median, minimum and maximum of several samples.
+struct Stats: Codable {
+    var median: Double
+    var min: Double
+    var max: Double
+
+    init(_ samples: [Double]) {
+        let sorted = samples.sorted()
+        let middle = sorted.count / 2
+        median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        min = sorted.first ?? 0
+        max = sorted.last ?? 0
+    }
+}
+
+/// How long and how often to measure.
+struct Settings {
+    /// Target seconds per sample.
+    var sampleSeconds: Double
+    /// Samples per operation (and per floor, interleaved with them).
+    var repetitions: Int
+
+    static let full = Settings(sampleSeconds: 0.25, repetitions: 11)
+    static let quick = Settings(sampleSeconds: 0.02, repetitions: 3)
+}
+
+/// The result of measuring one operation beside its floor.
+struct Measurement {
+    var opsPerSecond: Stats
+    var floorOpsPerSecond: Stats?
+    /// Median of the per-repetition ratios operation / floor: each pair ran back to back, so
+    /// drift in the machine's speed cancels out.
+    var ratio: Double?
+}
+
+func now() -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+}
+
+/// Times `body` run `iterations` times in a row.
+func time(_ iterations: Int, _ body: () -> Void) -> Double {
+    let start = now()
+    for _ in 0..<iterations { body() }
+    return now() - start
+}
+
+/// The iteration count that makes one sample last about `seconds` (the runs are the warm-up).
+func calibrate(_ run: Timed, seconds: Double) async -> Int {
+    var iterations = 1
+    while true {
+        let elapsed = await run(iterations)
+        if elapsed >= seconds / 8 || iterations >= 1 << 30 {
+            return max(1, Int(Double(iterations) * seconds / max(elapsed, 1e-9)))
+        }
+        iterations *= elapsed < seconds / 100 ? 8 : 2
+    }
+}
+
+/// Measures an operation and its floor in alternating samples of about equal length.
+func measure(_ operation: Timed, floor: Timed?, settings: Settings) async -> Measurement {
+    let operationIterations = await calibrate(operation, seconds: settings.sampleSeconds)
+    let floorIterations = floor == nil ? 0 : await calibrate(floor!, seconds: settings.sampleSeconds)
+    var operationRates: [Double] = [], floorRates: [Double] = [], ratios: [Double] = []
+    for repetition in 0..<settings.repetitions {
+        var operationRate = 0.0, floorRate = 0.0
+        // Alternate which one goes first, so neither always runs on a warmer machine.
+        for first in [repetition % 2 == 0, repetition % 2 != 0] {
+            if first {
+                operationRate = Double(operationIterations) / (await operation(operationIterations))
+            } else if let floor {
+                floorRate = Double(floorIterations) / (await floor(floorIterations))
+            }
+        }
+        operationRates.append(operationRate)
+        if floor != nil {
+            floorRates.append(floorRate)
+            ratios.append(operationRate / floorRate)
+        }
+    }
+    return Measurement(opsPerSecond: Stats(operationRates),
+                       floorOpsPerSecond: floor == nil ? nil : Stats(floorRates),
+                       ratio: floor == nil ? nil : Stats(ratios).median)
+}
+
+/// Runs `body(worker)` in `workers` concurrent tasks (the cooperative pool has a thread per
+/// core) and returns the wall-clock seconds until all have finished.
+func parallel(workers: Int, _ body: @escaping @Sendable (Int) async -> Void) async -> Double {
+    let start = now()
+    if workers == 1 {
+        await body(0)
+    } else {
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<workers { group.addTask { await body(worker) } }
+        }
+    }
+    return now() - start
+}
+
+/// Heap allocations per call of `body`, counted on this thread over `iterations` calls
+/// (`body` must not suspend, or the count would follow another thread).
+func allocationsPerCall(_ iterations: Int, _ body: () async -> Void) async -> Double {
+    await body()  // first-use set-up (libraries, lazy tables) is not per-call cost
+    let before = bench_thread_allocations()
+    for _ in 0..<iterations { await body() }
+    return Double(bench_thread_allocations() - before) / Double(iterations)
+}

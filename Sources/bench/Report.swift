@@ -1,0 +1,118 @@
+import CBench
+import Foundation
+
+/// One measured operation.
+struct Row: Codable {
+    var operation: String
+    var size: String
+    var opsPerSecond: Stats
+    var floorOpsPerSecond: Stats?
+    /// What the floor is, when it is not the raw crypto work ("1 thread" for scaling rows).
+    var floor: String?
+    var ratio: Double?
+    var target: Double?
+    var met: Bool?
+
+    init(_ benchCase: BenchCase, _ measurement: Measurement) {
+        operation = benchCase.operation
+        size = benchCase.size
+        opsPerSecond = measurement.opsPerSecond
+        floorOpsPerSecond = measurement.floorOpsPerSecond
+        floor = benchCase.floorNote ?? (measurement.floorOpsPerSecond == nil ? nil : "crypto floor")
+        ratio = measurement.ratio
+        target = benchCase.target
+        if let ratio, let target { met = ratio >= target }
+    }
+
+    static let header = pad("operation", 28) + pad("size", 12) + pad("ops/s median", 14) + pad("min – max", 22)
+        + pad("floor ops/s", 14) + pad("ratio", 8) + "target"
+
+    var line: String {
+        let floorText = floorOpsPerSecond.map { format($0.median) + (floor == "1 thread" ? " (1T)" : "") } ?? "–"
+        let targetText = target.map { String(format: "≥ %.2f %@", $0, met == true ? "met" : "MISSED") } ?? ""
+        return Row.pad(operation, 28) + Row.pad(size, 12) + Row.pad(format(opsPerSecond.median), 14)
+            + Row.pad(format(opsPerSecond.min) + " – " + format(opsPerSecond.max), 22)
+            + Row.pad(floorText, 14) + Row.pad(ratio.map { String(format: "%.3f", $0) } ?? "–", 8) + targetText
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+}
+
+/// Heap allocations per call of one operation.
+struct AllocationRow: Codable {
+    var operation: String
+    var size: String
+    var perCall: Double
+    var limit: Double?
+    var met: Bool?
+
+    init(operation: String, size: String, perCall: Double, limit: Double?) {
+        self.operation = operation
+        self.size = size
+        self.perCall = perCall
+        self.limit = limit
+        if let limit { met = perCall <= limit }
+    }
+
+    var line: String {
+        Row.pad(operation, 28) + Row.pad(size, 12) + Row.pad(String(format: "%.2f", perCall), 10)
+            + (limit.map { String(format: "≤ %.0f %@", $0, met == true ? "met" : "EXCEEDED") } ?? "")
+    }
+}
+
+/// Where the numbers came from.
+struct Machine: Codable {
+    var cpu: String
+    var cores: Int
+    var kernel: String
+    var openssl: String
+    var libsodium: String
+
+    static func current() -> Machine {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .flatMap { $0.split(separator: ":", maxSplits: 1).last }.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+        let kernel = ((try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8)) ?? "unknown")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return Machine(cpu: model, cores: ProcessInfo.processInfo.activeProcessorCount, kernel: "Linux " + kernel,
+                       openssl: String(cString: bench_openssl_version()), libsodium: String(cString: bench_sodium_version()))
+    }
+
+    var summary: String { "\(cpu), \(cores) cores, \(kernel), \(openssl), libsodium \(libsodium)" }
+}
+
+/// The whole run, as written by `--json`.
+struct Report: Codable {
+    var mode: String
+    var machine: Machine
+    var rows: [Row]
+    var allocations: [AllocationRow]
+
+    func write(to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: path))
+    }
+
+    static func summary(rows: [Row], allocations: [AllocationRow]) -> String {
+        var text = "\nHeap allocations per call\n"
+        text += allocations.map(\.line).joined(separator: "\n")
+        let targets = rows.compactMap(\.met) + allocations.compactMap(\.met)
+        text += "\n\nTargets met: \(targets.filter { $0 }.count) of \(targets.count)"
+        let missed = rows.filter { $0.met == false }.map { "\($0.operation) \($0.size)" }
+            + allocations.filter { $0.met == false }.map { "allocations of \($0.operation) \($0.size)" }
+        if !missed.isEmpty { text += "; missed: " + missed.joined(separator: ", ") }
+        return text
+    }
+}
+
+/// 1234567 → "1.23 M".
+func format(_ rate: Double) -> String {
+    switch rate {
+    case 1e6...: String(format: "%.2f M", rate / 1e6)
+    case 1e3...: String(format: "%.1f k", rate / 1e3)
+    default: String(format: "%.1f", rate)
+    }
+}
