@@ -45,10 +45,7 @@ void sc_sha256_update(sc_sha256_state *state, const void *data, size_t length) {
     if (length > 0) SHA256_Update((SHA256_CTX *)state->opaque, data, length);
 }
 
-void sc_sha256_final(sc_sha256_state *state, void *out32) {
-    SHA256_Final(out32, (SHA256_CTX *)state->opaque);
-    sodium_memzero(state, sizeof *state);
-}
+void sc_sha256_final(sc_sha256_state *state, void *out32) { SHA256_Final(out32, (SHA256_CTX *)state->opaque); }
 
 void sc_sha256(const void *data, size_t length, void *out32) {
     sc_sha256_state state;
@@ -85,6 +82,9 @@ void sc_hmac_finish(const sc_hmac_key *key, sc_sha256_state *state, void *out32)
     sc_sha256_state outer = key->outer;
     sc_sha256_update(&outer, inner, sizeof inner);
     sc_sha256_final(&outer, out32);
+    /* Key-derived states are secret; plain SHA-256 states hash public data and are not wiped. */
+    sodium_memzero(state, sizeof *state);
+    sodium_memzero(&outer, sizeof outer);
     sodium_memzero(inner, sizeof inner);
 }
 

@@ -76,6 +76,15 @@ struct ByteWriter {
         append(UnsafeRawBufferPointer(start: bytes.utf8Start, count: bytes.utf8CodeUnitCount))
     }
 
+    /// Writes a run of at most `maxCount` bytes straight through a pointer, with one capacity
+    /// check for the whole run; `body` returns how many bytes it wrote.
+    mutating func appendRun(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) throws(SignCoreError) -> Int) throws(SignCoreError) {
+        precondition(maxCount <= capacity - count, "ByteWriter capacity")
+        let written = try body(base + count)
+        precondition(written <= maxCount, "ByteWriter run")
+        count += written
+    }
+
     /// Appends `value` big-endian in `byteCount` bytes.
     mutating func appendBigEndian(_ value: UInt64, byteCount: Int) {
         for shift in stride(from: (byteCount - 1) * 8, through: 0, by: -8) {

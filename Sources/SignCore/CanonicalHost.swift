@@ -33,18 +33,22 @@ enum CanonicalHost {
     private static func writeRegName(_ host: Slice<UnsafeRawBufferPointer>, into out: inout ByteWriter) throws(SignCoreError) {
         guard !host.isEmpty else { throw CanonicalURL.invalid("the host is empty") }
         guard host.count <= maxHostBytes else { throw CanonicalURL.invalid("the host is longer than 255 bytes") }
-        for byte in host {
-            if byte >= 0x80 {
-                throw CanonicalURL.invalid("the host must be ASCII; use its IDNA A-label (xn--...)")
+        let input = UnsafeRawBufferPointer(rebasing: host)
+        try out.appendRun(maxCount: input.count) { (output) throws(SignCoreError) -> Int in
+            for (i, byte) in input.enumerated() {
+                if byte >= 0x80 {
+                    throw CanonicalURL.invalid("the host must be ASCII; use its IDNA A-label (xn--...)")
+                }
+                if byte == UInt8(ascii: "%") {
+                    throw CanonicalURL.invalid("percent-encoding is not allowed in the host")
+                }
+                let lower = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+                guard CanonicalURL.isUnreserved(lower) else {
+                    throw CanonicalURL.invalid("the host contains a character that is not allowed")
+                }
+                output[i] = lower
             }
-            if byte == UInt8(ascii: "%") {
-                throw CanonicalURL.invalid("percent-encoding is not allowed in the host")
-            }
-            let lower = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
-            guard CanonicalURL.isUnreserved(lower) else {
-                throw CanonicalURL.invalid("the host contains a character that is not allowed")
-            }
-            out.append(lower)
+            return input.count
         }
     }
 

@@ -220,27 +220,33 @@ public enum CanonicalURL {
     /// Decodes every `%XX`, then writes unreserved bytes as they are and every other byte as
     /// `%XX` with upper-case hex. A `%` without two hex digits is an error.
     static func appendNormalized(_ bytes: Slice<UnsafeRawBufferPointer>, plusIsSpace: Bool, into out: inout ByteWriter) throws(SignCoreError) {
-        var i = bytes.startIndex
-        while i < bytes.endIndex {
-            var byte = bytes[i]
-            if byte == UInt8(ascii: "%") {
-                guard i + 2 < bytes.endIndex,
-                      let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) else {
-                    throw invalid("'%' must be followed by two hex digits")
+        let input = UnsafeRawBufferPointer(rebasing: bytes)
+        let hex = upperHex.utf8Start
+        try out.appendRun(maxCount: 3 * input.count) { (output) throws(SignCoreError) -> Int in
+            var i = 0, written = 0
+            while i < input.count {
+                var byte = input[i]
+                if byte == UInt8(ascii: "%") {
+                    guard i + 2 < input.count, let high = hexValue(input[i + 1]), let low = hexValue(input[i + 2]) else {
+                        throw invalid("'%' must be followed by two hex digits")
+                    }
+                    byte = high << 4 | low
+                    i += 3
+                } else {
+                    if plusIsSpace, byte == UInt8(ascii: "+") { byte = 0x20 }
+                    i += 1
                 }
-                byte = high << 4 | low
-                i += 3
-            } else {
-                if plusIsSpace, byte == UInt8(ascii: "+") { byte = 0x20 }
-                i += 1
+                if isUnreserved(byte) {
+                    output[written] = byte
+                    written += 1
+                } else {
+                    output[written] = UInt8(ascii: "%")
+                    output[written + 1] = hex[Int(byte >> 4)]
+                    output[written + 2] = hex[Int(byte & 15)]
+                    written += 3
+                }
             }
-            if isUnreserved(byte) {
-                out.append(byte)
-            } else {
-                out.append(UInt8(ascii: "%"))
-                out.append(upperHex.utf8Start[Int(byte >> 4)])
-                out.append(upperHex.utf8Start[Int(byte & 15)])
-            }
+            return written
         }
     }
 

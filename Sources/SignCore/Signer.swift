@@ -61,41 +61,50 @@ public struct Signer: Sendable {
         try sign(method: method, url: url, body: .bytes(body), created: created, nonce: nonce)
     }
 
-    /// SPEC §4: canonical URL → whash → target digest → signing input → signature → token,
-    /// in stack memory; the two header strings are the only allocations.
+    /// SPEC §4: canonical URL → whash → target digest → signing input → signature → token.
+    /// Everything before the two header strings happens in stack memory.
     private func sign(method: HTTPMethod, url: String, body: RequestBody, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
-        return try withUTF8(of: url) { (raw) throws(SignCoreError) in
-            try CanonicalURL.withCanonical(raw) { (canonical) throws(SignCoreError) in
-                try headers(whash: WHash.of(method: method, canonicalURL: canonical, body: body),
-                            target: SigningInput.targetDigest(method: method, canonicalURL: canonical),
-                            created: created, nonce: nonce)
+        let digests = try withUTF8(of: url) { (raw) throws(SignCoreError) in
+            try CanonicalURL.withCanonical(raw) { canonical in
+                (whash: WHash.of(method: method, canonicalURL: canonical, body: body),
+                 target: SigningInput.targetDigest(method: method, canonicalURL: canonical))
             }
         }
+        return SignedHeaders(whash: digests.whash.description,
+                             wtoken: try token(whash: digests.whash, target: digests.target, created: created, nonce: nonce))
     }
 
-    private func headers(whash: SHA256Digest, target: SHA256Digest, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
-        try withUTF8(of: key.id) { (keyID) throws(SignCoreError) in
-            try withUTF8(of: account) { (account) throws(SignCoreError) in
-                let signatureSize = key.algorithm.signatureByteCount
-                return try withScratch(byteCount: SigningInput.maxByteCount + signatureSize) { (scratch) throws(SignCoreError) in
-                    var input = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: scratch[..<SigningInput.maxByteCount]))
-                    SigningInput.write(algorithm: key.algorithm, keyID: keyID, target: target, whash: whash, created: created,
-                                       lifetime: lifetime, nonce: nonce, accountByteCount: account.count, into: &input) {
-                        $0.append(account)
-                    }
-                    let signature = UnsafeMutableRawBufferPointer(rebasing: scratch[SigningInput.maxByteCount...])
-                    try key.sign(input.written, into: signature)
-                    let token = target.withUnsafeBytes { digest in
-                        WToken.encode(keyID: keyID, created: created, lifetime: lifetime, nonce: nonce,
-                                      targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
-                                      account: account, signature: UnsafeRawBufferPointer(signature))
-                    }
-                    return SignedHeaders(whash: whash.description, wtoken: token)
+    private func token(whash: SHA256Digest, target: SHA256Digest, created: Int64, nonce: Nonce) throws(SignCoreError) -> String {
+        var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
+        var account = account
+        var failure: SignCoreError?
+        let token = account.withUTF8 { utf8 in
+            let account = UnsafeRawBufferPointer(utf8)
+            withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
+                var input = ByteWriter(scratch)
+                input.append(key.signingInputPrefix)
+                SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
+                                       accountByteCount: account.count, into: &input) { $0.append(account) }
+                withUnsafeMutableBytes(of: &signature) { out in
+                    do throws(SignCoreError) { try key.sign(input.written, into: out) } catch { failure = error }
+                }
+            }
+            return target.withUnsafeBytes { digest in
+                withUnsafeBytes(of: signature) { signature in
+                    WToken.encode(keyID: key.idBytes, created: created, lifetime: lifetime, nonce: nonce,
+                                  targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
+                                  account: account,
+                                  signature: UnsafeRawBufferPointer(rebasing: signature[..<key.algorithm.signatureByteCount]))
                 }
             }
         }
+        if let failure { throw failure }
+        return token
     }
 }
+
+/// Room for any signature (64 bytes) without a heap allocation.
+typealias SignatureStorage = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)

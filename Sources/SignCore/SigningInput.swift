@@ -17,6 +17,9 @@ public enum SigningInput {
     /// The longest signing input: a 64-byte key id and a 256-byte account.
     static let maxByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength + 32 + 32 + 8 + 4 + 16 + 2 + WToken.maxAccountBytes
 
+    /// The longest prefix (fixed text, algorithm, key id) that is the same for every input under one key.
+    static let maxPrefixByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength
+
     /// SHA-256 over the method and the canonical URL (SPEC §4.2.1).
     public static func targetDigest(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
         var hasher = SHA256Hasher()
@@ -48,12 +51,14 @@ public enum SigningInput {
     static func write(algorithm: SignatureAlgorithm, keyID: UnsafeRawBufferPointer, target: SHA256Digest, whash: SHA256Digest,
                       created: Int64, lifetime: Int64, nonce: Nonce, accountByteCount: Int, into out: inout ByteWriter,
                       appendAccount: (inout ByteWriter) -> Void) {
-        out.append(prefix)
-        let name = algorithm.name
-        out.append(UInt8(name.utf8CodeUnitCount))
-        out.append(name)
-        out.append(UInt8(keyID.count))
-        out.append(keyID)
+        writePrefix(algorithm: algorithm, keyID: keyID, into: &out)
+        writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
+                  accountByteCount: accountByteCount, into: &out, appendAccount: appendAccount)
+    }
+
+    /// Everything after the key's prefix.
+    static func writeRest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
+                          accountByteCount: Int, into out: inout ByteWriter, appendAccount: (inout ByteWriter) -> Void) {
         target.withUnsafeBytes { out.append($0) }
         whash.withUnsafeBytes { out.append($0) }
         out.appendBigEndian(UInt64(created), byteCount: 8)
@@ -63,5 +68,15 @@ public enum SigningInput {
         let accountStart = out.count
         appendAccount(&out)
         precondition(out.count - accountStart == accountByteCount, "account length")
+    }
+
+    /// The part that depends only on the key: written once per key (`SigningKey.signingInputPrefix`).
+    static func writePrefix(algorithm: SignatureAlgorithm, keyID: UnsafeRawBufferPointer, into out: inout ByteWriter) {
+        out.append(prefix)
+        let name = algorithm.name
+        out.append(UInt8(name.utf8CodeUnitCount))
+        out.append(name)
+        out.append(UInt8(keyID.count))
+        out.append(keyID)
     }
 }

@@ -1,4 +1,11 @@
 import CSignShim
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A key: an HMAC secret, or an Ed25519 / P-256 key pair or public key.
 ///
@@ -11,10 +18,20 @@ public final class SigningKey: @unchecked Sendable {
     /// Ed25519: the 32-byte public key; P-256: the 65-byte uncompressed point; HMAC: empty.
     public let publicKey: [UInt8]
 
-    /// HMAC: sc_hmac_key then the raw secret; Ed25519: libsodium's 64-byte secret key (seed ||
-    /// public key); P-256: the 32-byte scalar. Nil for a public key.
+    /// HMAC: sc_hmac_key, the inner state after the signing-input prefix, then the raw secret;
+    /// Ed25519: libsodium's 64-byte secret key (seed || public key); P-256: the 32-byte scalar.
+    /// Nil for a public key.
     private let secret: UnsafeMutableRawBufferPointer?
     private let p256: OpaquePointer?
+
+    /// The start of every signing input under this key (SPEC §4.2: the fixed prefix, the
+    /// algorithm, the key id), prepared once as raw bytes the hot path reads without reference
+    /// counting; the key id's bytes are its end.
+    let signingInputPrefix: UnsafeRawBufferPointer
+    /// The key id as bytes.
+    let idBytes: UnsafeRawBufferPointer
+
+    private static let hmacStateSize = MemoryLayout<sc_hmac_key>.size + MemoryLayout<sc_sha256_state>.size
 
     public static let minHMACSecretBytes = 32
     public static let maxHMACSecretBytes = 1024
@@ -29,6 +46,12 @@ public final class SigningKey: @unchecked Sendable {
     /// Whether this key can sign (HMAC secrets and private keys can; public keys only verify).
     public var canSign: Bool { secret != nil }
 
+    /// The HMAC inner state after absorbing `signingInputPrefix` (HMAC keys only).
+    private var prefixedInnerState: UnsafePointer<sc_sha256_state>? {
+        guard algorithm == .hmacSHA256, let base = secret?.baseAddress else { return nil }
+        return UnsafePointer((base + MemoryLayout<sc_hmac_key>.size).assumingMemoryBound(to: sc_sha256_state.self))
+    }
+
     private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8],
                  secret: UnsafeMutableRawBufferPointer?, p256: OpaquePointer?) {
         self.id = id
@@ -36,6 +59,17 @@ public final class SigningKey: @unchecked Sendable {
         self.publicKey = publicKey
         self.secret = secret
         self.p256 = p256
+        let prefix = UnsafeMutableRawBufferPointer.allocate(byteCount: SigningInput.maxPrefixByteCount, alignment: 8)
+        var writer = ByteWriter(prefix)
+        var id = id
+        id.withUTF8 { SigningInput.writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer($0), into: &writer) }
+        signingInputPrefix = UnsafeRawBufferPointer(rebasing: prefix[..<writer.count])
+        idBytes = UnsafeRawBufferPointer(rebasing: prefix[(writer.count - id.utf8.count)..<writer.count])
+        if let key = hmacKey, let state = prefixedInnerState {
+            let mutableState = UnsafeMutablePointer(mutating: state)
+            sc_hmac_start(key, mutableState)
+            sc_sha256_update(mutableState, signingInputPrefix.baseAddress, signingInputPrefix.count)
+        }
     }
 
     /// Refuses a given key id that is not 1-64 base64url characters (header-safe).
@@ -52,6 +86,7 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     deinit {
+        signingInputPrefix.deallocate()
         if let secret {
             sc_memzero(secret.baseAddress, secret.count)
             secret.deallocate()
@@ -77,7 +112,7 @@ public final class SigningKey: @unchecked Sendable {
             throw SignCoreError(.invalidKey, "an HMAC secret must be 32 to 1024 bytes")
         }
         let id = resolveID(id, .hmacSHA256, publicKey: [], hmacSecret: secret)
-        let stateSize = MemoryLayout<sc_hmac_key>.size
+        let stateSize = hmacStateSize
         let buffer = allocateSecret(stateSize + secret.count)
         secret.withUnsafeBytes { raw in
             sc_hmac_key_init(buffer.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self), raw.baseAddress, raw.count)
@@ -184,7 +219,7 @@ public final class SigningKey: @unchecked Sendable {
     func exportSecret() -> [UInt8]? {
         guard let secret else { return nil }
         switch algorithm {
-        case .hmacSHA256: return Array(UnsafeRawBufferPointer(rebasing: secret[MemoryLayout<sc_hmac_key>.size...]))
+        case .hmacSHA256: return Array(UnsafeRawBufferPointer(rebasing: secret[Self.hmacStateSize...]))
         case .ed25519: return Array(UnsafeRawBufferPointer(rebasing: secret[0..<32]))
         case .p256: return Array(secret)
         }
@@ -199,7 +234,7 @@ public final class SigningKey: @unchecked Sendable {
         let rc: Int32
         switch algorithm {
         case .hmacSHA256:
-            sc_hmac_sha256(hmacKey, message.baseAddress, message.count, signature.baseAddress)
+            hmac(message, into: signature.baseAddress)
             rc = 0
         case .ed25519:
             rc = sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, signature.baseAddress)
@@ -216,7 +251,7 @@ public final class SigningKey: @unchecked Sendable {
         case .hmacSHA256:
             guard let hmacKey else { return false }
             return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
-                sc_hmac_sha256(hmacKey, message.baseAddress, message.count, expected.baseAddress)
+                hmac(message, into: expected.baseAddress)
                 defer { sc_memzero(expected.baseAddress, 32) }
                 return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
             }
@@ -224,6 +259,21 @@ public final class SigningKey: @unchecked Sendable {
             return publicKey.withUnsafeBytes { sc_ed25519_verify($0.baseAddress, message.baseAddress, message.count, signature.baseAddress) == 0 }
         case .p256:
             return sc_p256_verify(p256, message.baseAddress, message.count, signature.baseAddress) == 0
+        }
+    }
+
+    /// HMAC-SHA256 of `message`. A message that starts with this key's signing-input prefix
+    /// (every signing input does) continues from the inner state that already absorbed it.
+    private func hmac(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer?) {
+        guard let key = hmacKey, let prefixed = prefixedInnerState else { return }
+        let prefix = signingInputPrefix
+        if message.count >= prefix.count, let start = message.baseAddress, let prefixStart = prefix.baseAddress,
+           memcmp(start, prefixStart, prefix.count) == 0 {
+            var state = prefixed.pointee
+            sc_sha256_update(&state, message.baseAddress.map { $0 + prefix.count }, message.count - prefix.count)
+            sc_hmac_finish(key, &state, out)
+        } else {
+            sc_hmac_sha256(key, message.baseAddress, message.count, out)
         }
     }
 }

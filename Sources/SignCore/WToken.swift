@@ -120,7 +120,7 @@ struct TokenFields {
     /// The account's base64url text; validated here, decoded again where it is used.
     var accountText: Range<Int>
     /// The signature, 32 or 64 bytes, in fixed storage.
-    var signature: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
     var signatureByteCount: Int
 
     init(parsing text: UnsafeRawBufferPointer) throws(SignCoreError) {

@@ -19,6 +19,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Only operations whose name contains this text (case-insensitive; repeatable).")
     var filter: [String] = []
 
+    @Flag(help: "Skip the floors, so a profiler (perf record) sees only the engine.")
+    var engineOnly = false
+
     func run() async throws {
         let settings = quick ? Settings.quick : .full
         let machine = Machine.current()
@@ -29,7 +32,7 @@ struct Bench: AsyncParsableCommand {
         var rows: [Row] = []
         for benchCase in try Catalogue.cases() where selected(benchCase.operation) {
             let (operation, floor) = try benchCase.make()
-            let measurement = await measure(operation, floor: floor, settings: settings)
+            let measurement = await measure(operation, floor: engineOnly ? nil : floor, settings: settings)
             let row = Row(benchCase, measurement)
             print(row.line)
             rows.append(row)

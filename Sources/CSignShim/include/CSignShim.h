@@ -38,7 +38,7 @@ typedef struct {
 
 void sc_sha256_init(sc_sha256_state *state);
 void sc_sha256_update(sc_sha256_state *state, const void *data, size_t length);
-/* Writes 32 bytes and wipes the state. */
+/* Writes 32 bytes. The state is not wiped: it hashed public data (HMAC wipes its own). */
 void sc_sha256_final(sc_sha256_state *state, void *out32);
 void sc_sha256(const void *data, size_t length, void *out32);
 
@@ -53,7 +53,8 @@ typedef struct {
 void sc_hmac_key_init(sc_hmac_key *key, const void *secret, size_t secret_length);
 /* HMAC of one message under a prepared key; the key is only read, so threads may share it. */
 void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, void *out32);
-/* Incremental form: start copies the prepared inner state. */
+/* Incremental form: start copies the prepared inner state (or continue from a copy of a state
+   that already absorbed a message prefix); finish wipes the state. */
 void sc_hmac_start(const sc_hmac_key *key, sc_sha256_state *state);
 void sc_hmac_finish(const sc_hmac_key *key, sc_sha256_state *state, void *out32);
 
