@@ -1,0 +1,75 @@
+import CSignShim
+import Testing
+@testable import SignCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The shortcuts the hot path takes must give exactly what the plain computation gives.
+@Suite struct HotPathTests {
+    /// HMAC keys continue from a state that already absorbed their signing-input prefix; any
+    /// message, with or without that prefix, must get the plain RFC 2104 tag.
+    @Test func prefixedHMACEqualsPlainHMAC() throws {
+        let secret = (0..<40).map { UInt8($0 * 7 % 256) }
+        let key = try SigningKey.hmac(secret: secret)
+        var plain = sc_hmac_key()
+        secret.withUnsafeBytes { sc_hmac_key_init(&plain, $0.baseAddress, $0.count) }
+        defer { withUnsafeMutableBytes(of: &plain) { sc_memzero($0.baseAddress, $0.count) } }
+        let prefix = Array(key.signingInputPrefix)
+        var otherPrefix = prefix
+        otherPrefix[prefix.count - 1] ^= 1
+        for message in [prefix, prefix + [1, 2, 3], prefix + (0..<300).map { UInt8($0 % 256) }, otherPrefix + [9],
+                        Array(prefix.dropLast()), [], [0x61]] {
+            var tag = [UInt8](repeating: 0, count: 32), expected = tag
+            try message.withUnsafeBytes { m in try tag.withUnsafeMutableBytes { try key.sign(m, into: $0) } }
+            message.withUnsafeBytes { m in expected.withUnsafeMutableBytes { sc_hmac_sha256(&plain, m.baseAddress, m.count, $0.baseAddress) } }
+            #expect(tag == expected, "message of \(message.count) bytes")
+            #expect(message.withUnsafeBytes { m in expected.withUnsafeBytes { key.isValidSignature($0, for: m) } })
+        }
+    }
+
+    @Test func keyIdBytesAndPrefixMatchTheSpec() throws {
+        let key = try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 32), id: "kid-1")
+        #expect(Array(key.idBytes) == Array("kid-1".utf8))
+        #expect(Array(key.signingInputPrefix) == Array("SignCore/1 wtoken\n".utf8) + [5] + Array("HS256".utf8) + [5] + Array("kid-1".utf8))
+    }
+
+    /// Nonces from the per-thread generator never repeat, across threads either.
+    @Test func noncesAreUniqueAcrossThreads() async {
+        let perTask = 20_000
+        let sets = await withTaskGroup(of: Set<Nonce>.self) { group in
+            for _ in 0..<4 { group.addTask { Set((0..<perTask).map { _ in Nonce.random() }) } }
+            return await group.reduce(into: [Set<Nonce>]()) { $0.append($1) }
+        }
+        #expect(sets.allSatisfy { $0.count == perTask })
+        #expect(sets.reduce(into: Set<Nonce>()) { $0.formUnion($1) }.count == 4 * perTask)
+        // Every bit position takes both values (a stuck bit would show here).
+        let all = sets.flatMap { $0 }
+        var ones = [Int](repeating: 0, count: 128)
+        for nonce in all { for (i, byte) in nonce.bytes.enumerated() { for bit in 0..<8 where byte >> bit & 1 == 1 { ones[i * 8 + bit] += 1 } } }
+        #expect(ones.allSatisfy { (all.count * 45 / 100)...(all.count * 55 / 100) ~= $0 })
+    }
+
+    /// A forked child must not continue its parent's nonce stream: without the reseed it would
+    /// draw exactly the nonce the parent draws next.
+    @Test func forkedChildDrawsADifferentStream() throws {
+        _ = Nonce.random()  // seed this thread's generator in the parent
+        var pipeEnds: [Int32] = [0, 0]
+        #expect(pipe(&pipeEnds) == 0)
+        let child = fork()
+        if child == 0 {
+            var nonce = Nonce.random()
+            _ = withUnsafeBytes(of: &nonce.words) { write(pipeEnds[1], $0.baseAddress, 16) }
+            _exit(0)
+        }
+        #expect(child > 0)
+        close(pipeEnds[1])
+        var fromChild = Nonce(words: (0, 0))
+        let received = withUnsafeMutableBytes(of: &fromChild.words) { read(pipeEnds[0], $0.baseAddress, 16) }
+        close(pipeEnds[0])
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
+        #expect(received == 16)
+        #expect(fromChild != Nonce.random())
+    }
+}
