@@ -30,25 +30,31 @@ public enum Base64URL {
 
     static func append(_ bytes: UnsafeRawBufferPointer, to out: inout ByteWriter) {
         let table = alphabet.utf8Start
-        var i = 0
         let n = bytes.count
-        while i + 3 <= n {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(table[Int(v >> 18)])
-            out.append(table[Int(v >> 12 & 63)])
-            out.append(table[Int(v >> 6 & 63)])
-            out.append(table[Int(v & 63)])
-            i += 3
-        }
-        if n - i == 1 {
-            let v = UInt32(bytes[i]) << 16
-            out.append(table[Int(v >> 18)])
-            out.append(table[Int(v >> 12 & 63)])
-        } else if n - i == 2 {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out.append(table[Int(v >> 18)])
-            out.append(table[Int(v >> 12 & 63)])
-            out.append(table[Int(v >> 6 & 63)])
+        out.appendRun(maxCount: encodedLength(n)) { output in
+            var i = 0, o = 0
+            while i + 3 <= n {
+                let v = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
+                output[o] = table[v >> 18]
+                output[o + 1] = table[v >> 12 & 63]
+                output[o + 2] = table[v >> 6 & 63]
+                output[o + 3] = table[v & 63]
+                i += 3
+                o += 4
+            }
+            if n - i == 1 {
+                let v = Int(bytes[i]) << 16
+                output[o] = table[v >> 18]
+                output[o + 1] = table[v >> 12 & 63]
+                o += 2
+            } else if n - i == 2 {
+                let v = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8
+                output[o] = table[v >> 18]
+                output[o + 1] = table[v >> 12 & 63]
+                output[o + 2] = table[v >> 6 & 63]
+                o += 3
+            }
+            return o
         }
     }
 

@@ -1,4 +1,11 @@
 import CSignShim
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Raw-byte access that keeps `SignCoreError` as the thrown type (the standard library's
 /// `withUnsafeBytes` rethrows untyped errors).
@@ -12,6 +19,14 @@ func withBytes<R>(of bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(Sig
 /// Zeroes bytes that held secret material (libsodium `sodium_memzero`, never optimised away).
 func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { sc_memzero($0.baseAddress, $0.count) }
+}
+
+/// The first index of `byte` in `bytes[range]` (memchr: vectorised), or nil.
+func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Int? {
+    guard !range.isEmpty, let base = bytes.baseAddress, let found = memchr(base + range.lowerBound, Int32(byte), range.count) else {
+        return nil
+    }
+    return UnsafeRawPointer(found) - base
 }
 
 /// Constant-time comparison of the first `count` bytes of two buffers.
@@ -78,7 +93,7 @@ struct ByteWriter {
 
     /// Writes a run of at most `maxCount` bytes straight through a pointer, with one capacity
     /// check for the whole run; `body` returns how many bytes it wrote.
-    mutating func appendRun(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) throws(SignCoreError) -> Int) throws(SignCoreError) {
+    mutating func appendRun<E: Error>(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) throws(E) -> Int) throws(E) {
         precondition(maxCount <= capacity - count, "ByteWriter capacity")
         let written = try body(base + count)
         precondition(written <= maxCount, "ByteWriter run")

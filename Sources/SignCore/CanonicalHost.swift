@@ -5,7 +5,7 @@ enum CanonicalHost {
     /// Writes `host[:port]` for an authority: host lower-cased (IPv6 in RFC 5952 form, in
     /// brackets), the port without leading zeros and dropped when it is the scheme's default.
     static func write(_ authority: Slice<UnsafeRawBufferPointer>, defaultPort: Int, into out: inout ByteWriter) throws(SignCoreError) {
-        guard !authority.contains(UInt8(ascii: "@")) else {
+        guard firstIndex(of: UInt8(ascii: "@"), in: authority.base, authority.startIndex..<authority.endIndex) == nil else {
             throw CanonicalURL.invalid("userinfo (user@host) is not allowed")
         }
         guard let first = authority.first else { throw CanonicalURL.invalid("the host is empty") }
@@ -20,7 +20,7 @@ enum CanonicalHost {
                 throw CanonicalURL.invalid("an IPv6 host must be followed by ':port' or the path")
             }
         } else {
-            hostEnd = authority.firstIndex(of: UInt8(ascii: ":")) ?? authority.endIndex
+            hostEnd = firstIndex(of: UInt8(ascii: ":"), in: authority.base, authority.startIndex..<authority.endIndex) ?? authority.endIndex
             try writeRegName(authority[authority.startIndex..<hostEnd], into: &out)
         }
         if hostEnd < authority.endIndex {

@@ -51,18 +51,21 @@ public enum CanonicalURL {
     /// §2.1–§2.8 in order.
     private static func writeCanonical(_ input: UnsafeRawBufferPointer, into out: inout ByteWriter,
                                        spare: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
-        // §2.1 Input limits: no control bytes, valid UTF-8 (size was checked by the caller).
-        for byte in input where byte < 0x20 || byte == 0x7F {
-            throw invalid("the URL contains a control character")
+        // §2.1 Input limits: no control bytes, valid UTF-8 (size was checked by the caller). One
+        // branch-free pass over all bytes; the UTF-8 check runs only when a byte is not ASCII.
+        var control: UInt8 = 0, union: UInt8 = 0
+        for byte in input {
+            control |= (byte < 0x20 ? 1 : 0) | (byte == 0x7F ? 1 : 0)
+            union |= byte
         }
-        guard UTF8Validation.isValid(input) else { throw invalid("the URL is not valid UTF-8") }
+        guard control == 0 else { throw invalid("the URL contains a control character") }
+        guard union < 0x80 || UTF8Validation.isValid(input) else { throw invalid("the URL is not valid UTF-8") }
 
         // §2.2 The fragment is never sent to a server: everything from the first '#' is dropped.
-        var end = input.count
-        if let hash = input.firstIndex(of: UInt8(ascii: "#")) { end = hash }
+        let end = firstIndex(of: UInt8(ascii: "#"), in: input, 0..<input.count) ?? input.count
 
         // §2.3 Scheme: http or https, any case.
-        guard let colon = input[0..<end].firstIndex(of: UInt8(ascii: ":")) else {
+        guard let colon = firstIndex(of: UInt8(ascii: ":"), in: input, 0..<end) else {
             throw invalid("the URL has no scheme")
         }
         let isHTTPS: Bool
@@ -184,16 +187,25 @@ public enum CanonicalURL {
                 return
             }
             if pairCount == 1 { return }
-            // Stable sort by key: insertion sort over the (few) pairs, then rewrite in order
-            // from a copy of the unsorted pairs.
-            for j in 1..<pairCount {
-                let pair = pairs[j]
-                var k = j
-                while k > 0, keyLess(pair, pairs[k - 1], in: out) {
-                    pairs[k] = pairs[k - 1]
-                    k -= 1
+            // Sort by key; equal keys keep their order (the tie-break on position makes any sort
+            // stable). Insertion sort for the usual few pairs, the standard sort for many.
+            let written = out.written
+            let ordered = { (a: QueryPair, b: QueryPair) in
+                keyLess(a, b, in: written) || (!keyLess(b, a, in: written) && a.start < b.start)
+            }
+            if pairCount <= 16 {
+                for j in 1..<pairCount {
+                    let pair = pairs[j]
+                    var k = j
+                    while k > 0, ordered(pair, pairs[k - 1]) {
+                        pairs[k] = pairs[k - 1]
+                        k -= 1
+                    }
+                    pairs[k] = pair
                 }
-                pairs[k] = pair
+            } else {
+                var many = UnsafeMutableBufferPointer(rebasing: pairs[..<pairCount])
+                many.sort(by: ordered)
             }
             let unsorted = UnsafeMutableRawBufferPointer(rebasing: spare[0..<(out.count - pairsStart)])
             unsorted.copyMemory(from: UnsafeRawBufferPointer(rebasing: out.written[pairsStart...]))
@@ -206,7 +218,7 @@ public enum CanonicalURL {
         }
     }
 
-    private static func keyLess(_ a: QueryPair, _ b: QueryPair, in out: ByteWriter) -> Bool {
+    private static func keyLess(_ a: QueryPair, _ b: QueryPair, in out: UnsafeRawBufferPointer) -> Bool {
         let lengthA = Int(a.keyEnd - a.start), lengthB = Int(b.keyEnd - b.start)
         for k in 0..<min(lengthA, lengthB) {
             let x = out[Int(a.start) + k], y = out[Int(b.start) + k]
