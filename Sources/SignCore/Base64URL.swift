@@ -4,12 +4,19 @@
 public enum Base64URL {
     static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-    /// The value of each alphabet character, 0xFF for every other byte.
-    static let decodeTable: [UInt8] = {
-        var table = [UInt8](repeating: 0xFF, count: 256)
-        for i in 0..<64 { table[Int(alphabet.utf8Start[i])] = UInt8(i) }
-        return table
-    }()
+    /// The value of an alphabet character, 0xFF for every other byte (arithmetic, so the hot
+    /// path touches no lazily initialised table).
+    @inline(__always)
+    static func value(of c: UInt8) -> UInt8 {
+        switch c {
+        case 0x41...0x5A: c &- 0x41        // A-Z
+        case 0x61...0x7A: c &- 0x61 &+ 26  // a-z
+        case 0x30...0x39: c &- 0x30 &+ 52  // 0-9
+        case 0x2D: 62                      // -
+        case 0x5F: 63                      // _
+        default: 0xFF
+        }
+    }
 
     /// Number of characters for `count` bytes.
     public static func encodedLength(_ count: Int) -> Int { (count * 4 + 2) / 3 }
@@ -66,7 +73,7 @@ public enum Base64URL {
         var acc: UInt32 = 0
         var bits = 0
         for c in text {
-            let v = decodeTable[Int(c)]
+            let v = value(of: c)
             if v == 0xFF {
                 out.truncate(to: start)
                 return false

@@ -137,7 +137,7 @@ struct TokenFields {
 
         keyID = field(1)
         guard (1...SigningKey.maxKeyIDLength).contains(keyID.count),
-              text[keyID].allSatisfy({ Base64URL.decodeTable[Int($0)] != 0xFF }) else {
+              text[keyID].allSatisfy({ Base64URL.value(of: $0) != 0xFF }) else {
             throw Self.malformed("the key id field is not 1-64 base64url characters")
         }
         guard let created = Self.decimal(text[field(2)], max: WToken.maxCreated) else {
@@ -189,9 +189,11 @@ struct TokenFields {
             var count = 1
             withUnsafeMutableBytes(of: &starts) { raw in
                 let starts = raw.bindMemory(to: Int.self)
-                for (i, byte) in text.enumerated() where byte == UInt8(ascii: ".") {
-                    if count <= 8 { starts[count] = i + 1 }
+                var from = 0
+                while let dot = firstIndex(of: UInt8(ascii: "."), in: text, from..<text.count) {
+                    if count <= 8 { starts[count] = dot + 1 }
                     count += 1
+                    from = dot + 1
                 }
                 if count <= 8 { starts[count] = text.count + 1 }
             }
