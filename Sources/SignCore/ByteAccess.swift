@@ -29,6 +29,19 @@ func firstIndex(of byte: UInt8, in bytes: UnsafeRawBufferPointer, _ range: Range
     return UnsafeRawPointer(found) - base
 }
 
+/// Whether two buffers hold the same bytes (memcmp: for public data such as key ids; secrets
+/// are compared with `constantTimePrefixEqual`).
+func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    guard let x = a.baseAddress, let y = b.baseAddress else { return true }  // both empty
+    return memcmp(x, y, a.count) == 0
+}
+
+extension StaticString {
+    /// The literal's UTF-8 bytes, without building a String.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }
+}
+
 /// Constant-time comparison of the first `count` bytes of two buffers.
 func constantTimePrefixEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ count: Int) -> Bool {
     a.count >= count && b.count >= count && sc_memcmp(a.baseAddress, b.baseAddress, count) == 0
@@ -57,45 +70,53 @@ func withScratch<R>(byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) thro
     return try body(heap)
 }
 
+/// Output memory written byte by byte through a raw pointer. Raw stores are valid whatever type
+/// the memory is bound to (a digest's or nonce's words, a String's storage); stores through an
+/// `UnsafeMutablePointer<UInt8>` into memory bound to another type would be undefined behaviour.
+struct RawBytes {
+    let base: UnsafeMutableRawPointer
+
+    subscript(offset: Int) -> UInt8 {
+        get { base.load(fromByteOffset: offset, as: UInt8.self) }
+        nonmutating set { base.storeBytes(of: newValue, toByteOffset: offset, as: UInt8.self) }
+    }
+}
+
 /// Appends bytes into memory the caller sized from the input's bound. A write past the end is
 /// a bug in that bound, so it traps rather than overflowing.
 struct ByteWriter {
-    let base: UnsafeMutablePointer<UInt8>
+    private let base: UnsafeMutableRawPointer
     let capacity: Int
     private(set) var count = 0
 
     init(_ memory: UnsafeMutableRawBufferPointer) {
-        base = memory.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafeMutablePointer(bitPattern: 16)!  // never read when empty
+        base = memory.baseAddress ?? UnsafeMutableRawPointer(bitPattern: 16)!  // never dereferenced when empty
         capacity = memory.count
     }
 
     var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
-    subscript(index: Int) -> UInt8 { base[index] }
+    subscript(index: Int) -> UInt8 { base.load(fromByteOffset: index, as: UInt8.self) }
 
     mutating func append(_ byte: UInt8) {
         precondition(count < capacity, "ByteWriter capacity")
-        base[count] = byte
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
         count += 1
     }
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
         precondition(bytes.count <= capacity - count, "ByteWriter capacity")
-        if let source = bytes.baseAddress { (base + count).update(from: source.assumingMemoryBound(to: UInt8.self), count: bytes.count) }
+        if let source = bytes.baseAddress { (base + count).copyMemory(from: source, byteCount: bytes.count) }
         count += bytes.count
     }
 
-    mutating func append(_ bytes: Slice<UnsafeRawBufferPointer>) { append(UnsafeRawBufferPointer(rebasing: bytes)) }
+    mutating func append(_ text: StaticString) { append(text.bytes) }
 
-    mutating func append(_ bytes: StaticString) {
-        append(UnsafeRawBufferPointer(start: bytes.utf8Start, count: bytes.utf8CodeUnitCount))
-    }
-
-    /// Writes a run of at most `maxCount` bytes straight through a pointer, with one capacity
+    /// Writes a run of at most `maxCount` bytes straight through memory, with one capacity
     /// check for the whole run; `body` returns how many bytes it wrote.
-    mutating func appendRun<E: Error>(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) throws(E) -> Int) throws(E) {
+    mutating func appendRun<E: Error>(maxCount: Int, _ body: (RawBytes) throws(E) -> Int) throws(E) {
         precondition(maxCount <= capacity - count, "ByteWriter capacity")
-        let written = try body(base + count)
+        let written = try body(RawBytes(base: base + count))
         precondition(written <= maxCount, "ByteWriter run")
         count += written
     }
@@ -107,12 +128,12 @@ struct ByteWriter {
         }
     }
 
-    /// Appends a non-negative number in decimal.
+    /// Appends a number in decimal ("-" first when negative).
     mutating func appendDecimal(_ value: Int64) {
-        precondition(value >= 0)
+        if value < 0 { append(UInt8(ascii: "-")) }
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 digits hold any Int64
         withUnsafeMutableBytes(of: &digits) { buffer in
-            var rest = value, start = 24
+            var rest = value.magnitude, start = 24
             repeat {
                 start -= 1
                 buffer[start] = UInt8(truncatingIfNeeded: rest % 10) + 0x30

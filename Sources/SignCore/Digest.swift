@@ -17,15 +17,17 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
 
     /// Exactly 43 characters of canonical base64url (a `whash` header), or nil.
     public init?(base64url text: String) {
-        var digest = SHA256Digest()
-        let valid = (try? withUTF8(of: text) { (raw) throws(SignCoreError) in
-            raw.count == Base64URL.encodedLength(Self.byteCount) && digest.withUnsafeMutableBytes { out in
+        var text = text
+        guard let words = text.withUTF8({ utf8 -> (UInt64, UInt64, UInt64, UInt64)? in
+            guard utf8.count == Base64URL.encodedLength(Self.byteCount) else { return nil }
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            let valid = Swift.withUnsafeMutableBytes(of: &words) { out in
                 var writer = ByteWriter(out)
-                return Base64URL.decode(raw, into: &writer)
+                return Base64URL.decode(UnsafeRawBufferPointer(utf8), into: &writer)
             }
-        }) ?? false
-        guard valid else { return nil }
-        self = digest
+            return valid ? words : nil
+        }) else { return nil }
+        self.words = words
     }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -59,9 +61,7 @@ public struct SHA256Hasher: Sendable {
         sc_sha256_update(&state, bytes.baseAddress, bytes.count)
     }
 
-    mutating func update(_ text: StaticString) {
-        update(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
+    mutating func update(_ text: StaticString) { update(text.bytes) }
 
     public mutating func update(_ bytes: some Sequence<UInt8>) {
         let done: Void? = bytes.withContiguousStorageIfAvailable { update(UnsafeRawBufferPointer($0)) }

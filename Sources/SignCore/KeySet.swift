@@ -17,7 +17,7 @@ public struct KeySet: Sendable {
 
     /// Adds a key; a second key with the same id is refused rather than silently replacing it.
     public mutating func add(_ key: SigningKey) throws(SignCoreError) {
-        guard let id = KeyID(key.id) else { throw SignCoreError(.invalidKey, "the key id is longer than 64 bytes") }
+        let id = KeyID(of: key)
         guard keys[id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
         keys[id] = key
     }
@@ -54,6 +54,12 @@ struct KeyID: Hashable {
         withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) }
     }
 
+    /// A key's own id, which its constructors hold to 1–64 bytes.
+    init(of key: SigningKey) {
+        count = key.idBytes.count
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: key.idBytes) }
+    }
+
     init?(_ id: String) {
         var id = id
         guard let keyID = id.withUTF8({ KeyID(UnsafeRawBufferPointer($0)) }) else { return nil }
@@ -61,7 +67,7 @@ struct KeyID: Hashable {
     }
 
     static func == (a: KeyID, b: KeyID) -> Bool {
-        a.count == b.count && withUnsafeBytes(of: a.words) { x in withUnsafeBytes(of: b.words) { y in x.elementsEqual(y) } }
+        a.count == b.count && withUnsafeBytes(of: a.words) { x in withUnsafeBytes(of: b.words) { y in bytesEqual(x, y) } }
     }
 
     func hash(into hasher: inout Hasher) {

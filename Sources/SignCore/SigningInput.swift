@@ -31,29 +31,26 @@ public enum SigningInput {
     }
 
     /// The signing input as bytes (for interoperability checks; signing writes it in place).
+    /// Refuses fields the format cannot hold: a key id outside 1–64 bytes, an account over 256
+    /// bytes, a creation time outside 0...99999999999 or a lifetime outside 1...86400.
     public static func bytes(algorithm: SignatureAlgorithm, keyID: String, target: SHA256Digest, whash: SHA256Digest,
-                             created: Int64, lifetime: Int64, nonce: Nonce, account: String) -> [UInt8] {
+                             created: Int64, lifetime: Int64, nonce: Nonce, account: String) throws(SignCoreError) -> [UInt8] {
+        guard (1...SigningKey.maxKeyIDLength).contains(keyID.utf8.count), account.utf8.count <= WToken.maxAccountBytes,
+              (0...WToken.maxCreated).contains(created), (1...WToken.maxLifetime).contains(lifetime) else {
+            throw SignCoreError(.invalidInput, "a signing-input field is outside its limits")
+        }
         var keyID = keyID, account = account
         return keyID.withUTF8 { kid in
             account.withUTF8 { account in
                 [UInt8](unsafeUninitializedCapacity: maxByteCount) { buffer, count in
                     var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
-                    write(algorithm: algorithm, keyID: UnsafeRawBufferPointer(kid), target: target, whash: whash,
-                          created: created, lifetime: lifetime, nonce: nonce, accountByteCount: account.count,
-                          into: &out) { $0.append(UnsafeRawBufferPointer(account)) }
+                    writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer(kid), into: &out)
+                    writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
+                              accountByteCount: account.count, into: &out) { $0.append(UnsafeRawBufferPointer(account)) }
                     count = out.count
                 }
             }
         }
-    }
-
-    /// Writes the signing input; `appendAccount` writes the `accountByteCount` account bytes.
-    static func write(algorithm: SignatureAlgorithm, keyID: UnsafeRawBufferPointer, target: SHA256Digest, whash: SHA256Digest,
-                      created: Int64, lifetime: Int64, nonce: Nonce, accountByteCount: Int, into out: inout ByteWriter,
-                      appendAccount: (inout ByteWriter) -> Void) {
-        writePrefix(algorithm: algorithm, keyID: keyID, into: &out)
-        writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
-                  accountByteCount: accountByteCount, into: &out, appendAccount: appendAccount)
     }
 
     /// Everything after the key's prefix.

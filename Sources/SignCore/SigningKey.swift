@@ -1,11 +1,4 @@
 import CSignShim
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A key: an HMAC secret, or an Ed25519 / P-256 key pair or public key.
 ///
@@ -267,8 +260,7 @@ public final class SigningKey: @unchecked Sendable {
     private func hmac(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer?) {
         guard let key = hmacKey, let prefixed = prefixedInnerState else { return }
         let prefix = signingInputPrefix
-        if message.count >= prefix.count, let start = message.baseAddress, let prefixStart = prefix.baseAddress,
-           memcmp(start, prefixStart, prefix.count) == 0 {
+        if message.count >= prefix.count, bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix) {
             var state = prefixed.pointee
             sc_sha256_update(&state, message.baseAddress.map { $0 + prefix.count }, message.count - prefix.count)
             sc_hmac_finish(key, &state, out)

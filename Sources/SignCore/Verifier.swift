@@ -129,9 +129,10 @@ public struct Verifier: Sendable {
         // 8. Signature over the signing input rebuilt from the request and the token.
         let valid = withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
             var input = ByteWriter(scratch)
-            SigningInput.write(algorithm: key.algorithm, keyID: keyID, target: target, whash: whash, created: token.created,
-                               lifetime: token.lifetime, nonce: token.nonce, accountByteCount: token.accountByteCount,
-                               into: &input) { token.appendAccount(in: tokenText, to: &$0) }
+            input.append(key.signingInputPrefix)  // the same bytes as the token's key id
+            SigningInput.writeRest(target: target, whash: whash, created: token.created, lifetime: token.lifetime,
+                                   nonce: token.nonce, accountByteCount: token.accountByteCount,
+                                   into: &input) { token.appendAccount(in: tokenText, to: &$0) }
             return withUnsafeBytes(of: token.signature) { signature in
                 key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]), for: input.written)
             }

@@ -99,7 +99,7 @@ public struct WToken: Sendable, Equatable {
     }
 
     private static func decimalDigits(_ value: Int64) -> Int {
-        var digits = 1, rest = value
+        var digits = value < 0 ? 2 : 1, rest = value.magnitude
         while rest >= 10 {
             rest /= 10
             digits += 1

@@ -78,7 +78,7 @@ public enum VectorCheck {
             let canonical = try CanonicalURL.canonicalize(tc.url)
             let whash = try WHash.compute(method: method, url: tc.url, body: body)
             let target = Array(canonical.utf8).withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
-            let input = SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash,
+            let input = try SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash,
                                            created: tc.created, lifetime: tc.lifetime, nonce: nonce, account: tc.account)
             let headers = try Signer(key: key, lifetime: tc.lifetime, account: tc.account)
                 .sign(method: method, url: tc.url, body: body, created: tc.created, nonce: nonce)

@@ -142,7 +142,7 @@ final class AlgorithmFixture: @unchecked Sendable {
         let canonical = try CanonicalURL.canonicalBytes(Array(request.url.utf8))
         let target = canonical.withUnsafeBytes { SigningInput.targetDigest(method: request.method, canonicalURL: $0) }
         let whash = try WHash.compute(method: request.method, url: request.url, body: request.body)
-        let input = SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash,
+        let input = try SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash,
                                        created: created, lifetime: signer.lifetime, nonce: nonce, account: signer.account)
         return (try request.content, input, token.signature)
     }

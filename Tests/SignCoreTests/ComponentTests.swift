@@ -146,6 +146,31 @@ import Testing
         #expect(try WToken(parsing: token.encoded) == token)
     }
 
+    /// Fields the wire format cannot hold are encoded without trapping and then refused by the
+    /// parser; the signing-input builder refuses them with invalidInput.
+    @Test func outOfRangeFieldsAreRefusedNotTrapped() throws {
+        var token = WToken(keyID: String(repeating: "k", count: 300), created: -5, lifetime: Int64.min, nonce: .random(),
+                           targetHint: [], account: String(repeating: "a", count: 400), signature: [])
+        #expect(token.encoded.hasPrefix("v1.\(token.keyID).-5.-9223372036854775808."))
+        #expect(throws: SignCoreError.self) { _ = try WToken(parsing: token.encoded) }
+        token.created = Int64.max
+        #expect(token.encoded.contains(".9223372036854775807."))
+
+        let zero = SHA256Hasher.hash([UInt8]())
+        let fine = try SigningInput.bytes(algorithm: .ed25519, keyID: "k", target: zero, whash: zero, created: 0,
+                                          lifetime: 1, nonce: .random(), account: String(repeating: "a", count: 256))
+        #expect(fine.count == 18 + 1 + 5 + 1 + 1 + 32 + 32 + 8 + 4 + 16 + 2 + 256)
+        for (keyID, account, created, lifetime) in [("", "", Int64(0), Int64(1)), (String(repeating: "k", count: 65), "", 0, 1),
+                                                    ("k", String(repeating: "a", count: 257), 0, 1), ("k", "", -1, 1),
+                                                    ("k", "", 100_000_000_000, 1), ("k", "", 0, 0), ("k", "", 0, 86_401)] {
+            let error = #expect(throws: SignCoreError.self) {
+                _ = try SigningInput.bytes(algorithm: .hmacSHA256, keyID: keyID, target: zero, whash: zero, created: created,
+                                           lifetime: lifetime, nonce: .random(), account: account)
+            }
+            #expect(error?.code == .invalidInput)
+        }
+    }
+
     @Test func bodyHasherLimit() throws {
         var hasher = WHash.BodyHasher(limit: 10)
         try hasher.append([UInt8](repeating: 1, count: 6))
