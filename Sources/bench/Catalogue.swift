@@ -150,11 +150,11 @@ enum Catalogue {
         let signer = try algorithm.signer()
         return { iterations in
             await parallel(workers: workers) { _ in
-                var failures = 0
+                var failure: SignCoreError?
                 for _ in 0..<(iterations / workers) {
-                    do { _ = try signer.sign(method: request.method, url: request.url, body: request.body) } catch { failures += 1 }
+                    do throws(SignCoreError) { _ = try signer.sign(method: request.method, url: request.url, body: request.body) } catch { failure = error }
                 }
-                precondition(failures == 0, "sign failed")
+                if let failure { fatalError("sign failed: \(failure)") }
             }
         }
     }
