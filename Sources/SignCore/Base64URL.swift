@@ -1,22 +1,29 @@
+import CSignShim
+
 /// RFC 4648 §5 base64url without padding (SPEC §1.2). Decoding is strict: only the 64
 /// alphabet characters, no padding, and unused trailing bits must be zero, so every byte
 /// string has exactly one spelling and no token character can change without changing bytes.
 public enum Base64URL {
     static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-    /// The value of an alphabet character, 0xFF for every other byte (arithmetic, so the hot
-    /// path touches no lazily initialised table).
+    /// The value of an alphabet character, above 63 for every other byte. Branch-free
+    /// arithmetic that touches no table, so decoding key material leaks nothing through timing.
     @inline(__always)
-    static func value(of c: UInt8) -> UInt8 {
-        switch c {
-        case 0x41...0x5A: c &- 0x41        // A-Z
-        case 0x61...0x7A: c &- 0x61 &+ 26  // a-z
-        case 0x30...0x39: c &- 0x30 &+ 52  // 0-9
-        case 0x2D: 62                      // -
-        case 0x5F: 63                      // _
-        default: 0xFF
-        }
+    static func constantTimeValue(of c: UInt8) -> UInt32 {
+        let x = Int32(c)
+        /// All ones when `low <= x <= high`, else zero.
+        func within(_ low: Int32, _ high: Int32) -> Int32 { ((low &- 1 &- x) & (x &- high &- 1)) >> 31 }
+        let upper = within(0x41, 0x5A), lower = within(0x61, 0x7A), digit = within(0x30, 0x39)
+        let dash = within(0x2D, 0x2D), underscore = within(0x5F, 0x5F)
+        let value = (upper & (x &- 0x41)) | (lower & (x &- 0x61 &+ 26)) | (digit & (x &- 0x30 &+ 52))
+            | (dash & 62) | (underscore & 63) | (~(upper | lower | digit | dash | underscore) & 0x100)
+        return UInt32(bitPattern: value)
     }
+
+    /// The value of an alphabet character, above 63 for every other byte: one table load, for
+    /// public text (token fields, whash headers), where branches would mispredict.
+    @inline(__always)
+    static func publicValue(of c: UInt8) -> UInt32 { UInt32(sc_base64url_value(c)) }
 
     /// Number of characters for `count` bytes.
     public static func encodedLength(_ count: Int) -> Int { (count * 4 + 2) / 3 }
@@ -66,40 +73,61 @@ public enum Base64URL {
     }
 
     /// Appends the canonical unpadded base64url `text` decodes to; false (and `out` unchanged)
-    /// for anything else. `out` needs room for `decodedLength(text.count)` bytes.
+    /// for anything else. `out` needs room for `decodedLength(text.count)` bytes. For public
+    /// text only: secrets go through `decode(_:)`, which runs in constant time.
     static func decode(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter) -> Bool {
-        guard decodedLength(text.count) != nil else { return false }
-        let start = out.count
-        var acc: UInt32 = 0
-        var bits = 0
-        for c in text {
-            let v = value(of: c)
-            if v == 0xFF {
-                out.truncate(to: start)
-                return false
-            }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
-                acc &= (1 << UInt32(bits)) - 1
-            }
-        }
-        if acc != 0 {  // non-zero unused bits: a second spelling of the same bytes
-            out.truncate(to: start)
-            return false
-        }
-        return true
+        decode(text, into: &out, value: publicValue(of:))
     }
 
-    /// Decodes canonical unpadded base64url; nil for anything else.
+    /// Four characters to three bytes at a time; one validity check at the end.
+    @inline(__always)
+    private static func decode(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter,
+                               value: (UInt8) -> UInt32) -> Bool {
+        guard let length = decodedLength(text.count) else { return false }
+        var valid = false
+        out.appendRun(maxCount: length) { output in
+            let n = text.count
+            var i = 0, o = 0, all: UInt32 = 0
+            while i + 4 <= n {
+                let a = value(text[i]), b = value(text[i + 1]), c = value(text[i + 2]), d = value(text[i + 3])
+                all |= a | b | c | d
+                let v = a << 18 | b << 12 | c << 6 | d
+                output[o] = UInt8(truncatingIfNeeded: v >> 16)
+                output[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                output[o + 2] = UInt8(truncatingIfNeeded: v)
+                i += 4
+                o += 3
+            }
+            var unusedBits: UInt32 = 0  // must be zero: else a second spelling of the same bytes
+            if n - i == 2 {
+                let a = value(text[i]), b = value(text[i + 1])
+                all |= a | b
+                output[o] = UInt8(truncatingIfNeeded: (a << 2) | (b >> 4))
+                unusedBits = b & 0x0F
+                o += 1
+            } else if n - i == 3 {
+                let a = value(text[i]), b = value(text[i + 1]), c = value(text[i + 2])
+                all |= a | b | c
+                let v = a << 10 | b << 4 | c >> 2
+                output[o] = UInt8(truncatingIfNeeded: v >> 8)
+                output[o + 1] = UInt8(truncatingIfNeeded: v)
+                unusedBits = c & 0x03
+                o += 2
+            }
+            valid = all < 64 && unusedBits == 0
+            return valid ? o : 0
+        }
+        return valid
+    }
+
+    /// Decodes canonical unpadded base64url in constant time (key material arrives this way);
+    /// nil for anything else.
     public static func decode(_ text: UnsafeRawBufferPointer) -> [UInt8]? {
         guard let length = decodedLength(text.count) else { return nil }
         var valid = false
         let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
             var writer = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
-            valid = decode(text, into: &writer)
+            valid = decode(text, into: &writer, value: constantTimeValue(of:))
             count = valid ? writer.count : 0
         }
         return valid ? bytes : nil

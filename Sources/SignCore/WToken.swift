@@ -137,7 +137,7 @@ struct TokenFields {
 
         keyID = field(1)
         guard (1...SigningKey.maxKeyIDLength).contains(keyID.count),
-              text[keyID].allSatisfy({ Base64URL.value(of: $0) != 0xFF }) else {
+              text[keyID].allSatisfy({ Base64URL.publicValue(of: $0) < 64 }) else {
             throw Self.malformed("the key id field is not 1-64 base64url characters")
         }
         guard let created = Self.decimal(text[field(2)], max: WToken.maxCreated) else {

@@ -111,6 +111,27 @@ import Testing
         #expect(Base64URL.decode("AR") == nil)  // unused bits set: a second spelling of [1]
     }
 
+    /// The table (public text) and the constant-time arithmetic (key material) agree on every
+    /// byte, and both decoders give the same answers.
+    @Test func publicAndConstantTimeDecodersAgree() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        for byte in 0...255 {
+            let expected = alphabet.firstIndex(of: UInt8(byte)).map(UInt32.init)
+            let table = Base64URL.publicValue(of: UInt8(byte)), arithmetic = Base64URL.constantTimeValue(of: UInt8(byte))
+            #expect(expected.map { table == $0 && arithmetic == $0 } ?? (table > 63 && arithmetic > 63), "\(byte)")
+        }
+        for text in ["", "AQ", "AR", "AQI", "AQJ", "AQID", "AQI@", "AQ=D", "AQ\u{e9}D", "_-_-_-", "A"] {
+            let bytes = Array(text.utf8)
+            let viaTable: [UInt8]? = bytes.withUnsafeBytes { raw in
+                withUnsafeTemporaryAllocation(byteCount: 8, alignment: 1) { scratch in
+                    var out = ByteWriter(scratch)
+                    return Base64URL.decode(raw, into: &out) ? Array(out.written) : nil
+                }
+            }
+            #expect(viaTable == Base64URL.decode(text), "\(text)")
+        }
+    }
+
     @Test func tokenParserNeverCrashes() {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("v1.0123456789AZaz-_=+/ \u{0}é".utf8) + [0xFF]
