@@ -32,7 +32,9 @@ public enum CanonicalURL {
 
     /// Calls `body` with the canonical form of the URL bytes, built in scratch memory that
     /// lives only for the call: the signer's and verifier's path, with no array per request.
-    static func withCanonical<R>(_ input: UnsafeRawBufferPointer,
+    /// `commonPath: false` skips the one-pass path for common URLs (`CommonURL`), so tests can
+    /// check that both paths agree.
+    static func withCanonical<R>(_ input: UnsafeRawBufferPointer, commonPath: Bool = true,
                                  _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
         // §2.1 limits first: they bound the scratch memory.
         guard !input.isEmpty else { throw invalid("the URL is empty") }
@@ -42,8 +44,12 @@ public enum CanonicalURL {
         // stay; the second half holds the unsorted query while it is sorted.
         let capacity = 3 * input.count + 8
         return try withScratch(byteCount: 2 * capacity) { (scratch) throws(SignCoreError) in
+            let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...])
+            if commonPath, let output = scratch.baseAddress, let count = CommonURL.write(input, to: output, spare: spare) {
+                return try body(UnsafeRawBufferPointer(start: output, count: count))
+            }
             var out = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: scratch[..<capacity]))
-            try writeCanonical(input, into: &out, spare: UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...]))
+            try writeCanonical(input, into: &out, spare: spare)
             return try body(out.written)
         }
     }
@@ -143,7 +149,7 @@ public enum CanonicalURL {
     // MARK: §2.7 Query
 
     /// Where one normalised pair lies in the output: `start..<keyEnd` is the key.
-    private struct QueryPair {
+    struct QueryPair {
         var start: Int32, keyEnd: Int32, end: Int32
     }
 
@@ -159,7 +165,7 @@ public enum CanonicalURL {
         for byte in query where byte == UInt8(ascii: "&") { separators += 1 }
         let tableSize = min(maxQueryPairs, separators + 1)
         try withScratch(byteCount: tableSize * MemoryLayout<QueryPair>.stride) { (raw) throws(SignCoreError) in
-            // Write pairs unsorted after '?', remembering where each lies.
+            // Write pairs in arrival order, joined by '&', remembering where each lies.
             let pairs = raw.bindMemory(to: QueryPair.self)
             var pairCount = 0
             var i = query.startIndex
@@ -168,6 +174,7 @@ public enum CanonicalURL {
                 while pairEnd < query.endIndex, query[pairEnd] != UInt8(ascii: "&") { pairEnd += 1 }
                 if pairEnd > i {
                     guard pairCount < tableSize else { throw invalid("the query has more than 256 pairs") }
+                    if pairCount > 0 { out.append(UInt8(ascii: "&")) }
                     var equals = i
                     while equals < pairEnd, query[equals] != UInt8(ascii: "=") { equals += 1 }
                     let start = out.count
@@ -186,42 +193,56 @@ public enum CanonicalURL {
                 out.truncate(to: questionMark)
                 return
             }
-            if pairCount == 1 { return }
-            // Sort by key; equal keys keep their order (the tie-break on position makes any sort
-            // stable). Insertion sort for the usual few pairs, the standard sort for many.
-            let written = out.written
-            let ordered = { (a: QueryPair, b: QueryPair) in
-                keyLess(a, b, in: written) || (!keyLess(b, a, in: written) && a.start < b.start)
-            }
-            if pairCount <= 16 {
-                for j in 1..<pairCount {
-                    let pair = pairs[j]
-                    var k = j
-                    while k > 0, ordered(pair, pairs[k - 1]) {
-                        pairs[k] = pairs[k - 1]
-                        k -= 1
-                    }
-                    pairs[k] = pair
-                }
-            } else {
-                var many = UnsafeMutableBufferPointer(rebasing: pairs[..<pairCount])
-                many.sort(by: ordered)
-            }
-            let unsorted = UnsafeMutableRawBufferPointer(rebasing: spare[0..<(out.count - pairsStart)])
-            unsorted.copyMemory(from: UnsafeRawBufferPointer(rebasing: out.written[pairsStart...]))
-            out.truncate(to: pairsStart)
-            for j in 0..<pairCount {
-                if j > 0 { out.append(UInt8(ascii: "&")) }
-                let pair = pairs[j]
-                out.append(UnsafeRawBufferPointer(rebasing: unsorted[(Int(pair.start) - pairsStart)..<(Int(pair.end) - pairsStart)]))
-            }
+            sortPairs(UnsafeMutableBufferPointer(rebasing: pairs[..<pairCount]),
+                      in: UnsafeMutableRawBufferPointer(mutating: UnsafeRawBufferPointer(rebasing: out.written[pairsStart...])),
+                      offset: pairsStart, spare: spare)
         }
     }
 
-    private static func keyLess(_ a: QueryPair, _ b: QueryPair, in out: UnsafeRawBufferPointer) -> Bool {
+    /// Puts the pairs written in `region` (joined by '&'; `offset` is where the region starts
+    /// in the positions of `pairs`) in key order. Pairs with equal keys keep their order (the
+    /// tie-break on position makes any sort stable). Nothing moves when they are in order;
+    /// otherwise they go through `spare` (at least as large as the region).
+    static func sortPairs(_ pairs: consuming UnsafeMutableBufferPointer<QueryPair>, in region: UnsafeMutableRawBufferPointer,
+                          offset: Int, spare: UnsafeMutableRawBufferPointer) {
+        let text = UnsafeRawBufferPointer(region)
+        let ordered = { (a: QueryPair, b: QueryPair) in
+            keyLess(a, b, in: text, offset: offset) || (!keyLess(b, a, in: text, offset: offset) && a.start < b.start)
+        }
+        var sorted = true
+        for j in pairs.indices.dropFirst() where ordered(pairs[j], pairs[j - 1]) {
+            sorted = false
+            break
+        }
+        if sorted { return }
+        // Insertion sort for the usual few pairs, the standard sort for many.
+        if pairs.count <= 16 {
+            for j in 1..<pairs.count {
+                let pair = pairs[j]
+                var k = j
+                while k > 0, ordered(pair, pairs[k - 1]) {
+                    pairs[k] = pairs[k - 1]
+                    k -= 1
+                }
+                pairs[k] = pair
+            }
+        } else {
+            pairs.sort(by: ordered)
+        }
+        let unsorted = UnsafeMutableRawBufferPointer(rebasing: spare[..<region.count])
+        unsorted.copyMemory(from: text)
+        var out = ByteWriter(region)
+        for (j, pair) in pairs.enumerated() {
+            if j > 0 { out.append(UInt8(ascii: "&")) }
+            out.append(UnsafeRawBufferPointer(rebasing: unsorted[(Int(pair.start) - offset)..<(Int(pair.end) - offset)]))
+        }
+    }
+
+    private static func keyLess(_ a: QueryPair, _ b: QueryPair, in text: UnsafeRawBufferPointer, offset: Int) -> Bool {
         let lengthA = Int(a.keyEnd - a.start), lengthB = Int(b.keyEnd - b.start)
+        let startA = Int(a.start) - offset, startB = Int(b.start) - offset
         for k in 0..<min(lengthA, lengthB) {
-            let x = out[Int(a.start) + k], y = out[Int(b.start) + k]
+            let x = text[startA + k], y = text[startB + k]
             if x != y { return x < y }
         }
         return lengthA < lengthB
@@ -263,10 +284,12 @@ public enum CanonicalURL {
     }
 
     /// ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3), as a bit set of the 128 ASCII bytes.
+    @inline(__always)
     static func isUnreserved(_ byte: UInt8) -> Bool {
         let low: UInt64 = 0x03FF_6000_0000_0000   // "-" "." "0"-"9"
         let high: UInt64 = 0x47FF_FFFE_87FF_FFFE  // "A"-"Z" "_" "a"-"z" "~"
-        return byte < 64 ? (low >> UInt64(byte)) & 1 == 1 : byte < 128 && (high >> UInt64(byte - 64)) & 1 == 1
+        let set = byte < 64 ? low : (byte < 128 ? high : 0)  // selects, not branches
+        return (set >> UInt64(byte & 63)) & 1 == 1
     }
 
     static let upperHex: StaticString = "0123456789ABCDEF"

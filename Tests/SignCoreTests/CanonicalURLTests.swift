@@ -26,4 +26,36 @@ import Testing
             }
         }
     }
+
+    /// The one-pass path for common URLs and the general path give the same canonical form (or
+    /// the same error) for URLs assembled from the pieces where the rules differ.
+    @Test func commonPathAgreesWithGeneralPath() {
+        var generator = SystemRandomNumberGenerator()
+        func pick(_ choices: [String]) -> String { choices.randomElement(using: &generator)! }
+        func result(_ url: String, commonPath: Bool) -> String {
+            do {
+                return try withUTF8(of: url) { (raw) throws(SignCoreError) in
+                    try CanonicalURL.withCanonical(raw, commonPath: commonPath) { String(decoding: $0, as: UTF8.self) }
+                }
+            } catch {
+                return "error \(error.code)"
+            }
+        }
+        let pieces = ["a", "Z9", "-._~", "", ".", "..", ".x", "%2E", "%2e", "%41", "%C3%A9", "%c3%A9", "%2F", "%3D", "%20",
+                      "+", "=", "é", "%", "%G1", "!", " ", "#f", "&", "&&"]
+        for _ in 0..<20_000 {
+            var url = pick(["https://", "http://", "HTTPS://", "http:/", "ftp://", "https://"])
+            url += pick(["api.example.com", "API.Example.com", "h", "a_b~c", "", "[::1]", "h:8443", "h:443", "h:", "u@h", "h%41"])
+            for _ in 0..<Int.random(in: 0...3, using: &generator) { url += "/" + pick(pieces) + pick(pieces) }
+            if Bool.random(using: &generator) {
+                url += "?"
+                for k in 0..<Int.random(in: 0...20, using: &generator) {
+                    url += (k > 0 ? "&" : "") + pick(pieces) + pick(["=", "", "=="]) + pick(pieces)
+                }
+            }
+            #expect(result(url, commonPath: true) == result(url, commonPath: false), "\(url)")
+        }
+        let common = "https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9"
+        #expect(result(common, commonPath: true) == "https://api.example.com/v1/orders?id=42&q=caf%C3%A9&sort=desc")
+    }
 }
