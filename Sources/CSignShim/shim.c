@@ -54,6 +54,14 @@ void sc_sha256(const void *data, size_t length, void *out32) {
     sc_sha256_final(&state, out32);
 }
 
+void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32) {
+    SHA256_CTX ctx;
+    SHA256_Init(&ctx);
+    SHA256_Update(&ctx, prefix, prefix_length);
+    SHA256_Update(&ctx, data, length);
+    SHA256_Final(out32, &ctx);
+}
+
 /* ---- HMAC-SHA256 (RFC 2104) ------------------------------------------------------------- */
 
 void sc_hmac_key_init(sc_hmac_key *key, const void *secret, size_t secret_length) {

@@ -129,14 +129,17 @@ enum CommonURL {
             guard i + 2 < n, let high = upperHexValue(p.load(fromByteOffset: i + 1, as: UInt8.self)),
                   let low = upperHexValue(p.load(fromByteOffset: i + 2, as: UInt8.self)),
                   !CanonicalURL.isUnreserved(high << 4 | low) else { return false }
-            (output + o).copyMemory(from: p + i, byteCount: 3)
+            output.storeBytes(of: c, toByteOffset: o, as: UInt8.self)
+            output.storeBytes(of: p.load(fromByteOffset: i + 1, as: UInt8.self), toByteOffset: o + 1, as: UInt8.self)
+            output.storeBytes(of: p.load(fromByteOffset: i + 2, as: UInt8.self), toByteOffset: o + 2, as: UInt8.self)
             i += 3
             o += 3
             return true
         }
         if plusIsSpace, c == UInt8(ascii: "+") {
-            let space: StaticString = "%20"
-            (output + o).copyMemory(from: space.utf8Start, byteCount: 3)
+            output.storeBytes(of: UInt8(ascii: "%"), toByteOffset: o, as: UInt8.self)
+            output.storeBytes(of: UInt8(ascii: "2"), toByteOffset: o + 1, as: UInt8.self)
+            output.storeBytes(of: UInt8(ascii: "0"), toByteOffset: o + 2, as: UInt8.self)
             i += 1
             o += 3
             return true

@@ -77,6 +77,13 @@ public struct SHA256Hasher: Sendable {
         return digest
     }
 
+    /// SHA-256(prefix || data) in one library call (no hasher state on this side).
+    static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer) -> SHA256Digest {
+        var digest = SHA256Digest()
+        digest.withUnsafeMutableBytes { sc_sha256_prefixed(prefix.baseAddress, prefix.count, data.baseAddress, data.count, $0.baseAddress) }
+        return digest
+    }
+
     /// One-shot SHA-256.
     public static func hash(_ bytes: some Sequence<UInt8>) -> SHA256Digest {
         var hasher = SHA256Hasher()

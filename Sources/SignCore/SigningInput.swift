@@ -22,12 +22,14 @@ public enum SigningInput {
 
     /// SHA-256 over the method and the canonical URL (SPEC §4.2.1).
     public static func targetDigest(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
-        var hasher = SHA256Hasher()
-        hasher.update(targetPrefix)
-        hasher.update(method.token)
-        hasher.update(" ")
-        hasher.update(canonicalURL)
-        return hasher.finalize()
+        // "SignCore/1 target\n" || method || " " fits in 32 bytes (the longest method has 7).
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { scratch in
+            var prefix = ByteWriter(scratch)
+            prefix.append(targetPrefix)
+            prefix.append(method.token)
+            prefix.append(UInt8(ascii: " "))
+            return SHA256Hasher.hash(prefix: prefix.written, canonicalURL)
+        }
     }
 
     /// The signing input as bytes (for interoperability checks; signing writes it in place).

@@ -12,10 +12,7 @@ public enum WHash {
 
     /// The whash of a URL-class request, from its canonical URL bytes.
     public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
-        var hasher = SHA256Hasher()
-        hasher.update(urlPrefix)
-        hasher.update(canonicalURL)
-        return hasher.finalize()
+        SHA256Hasher.hash(prefix: urlPrefix.bytes, canonicalURL)
     }
 
     /// The whash of a body-class request with the whole body in memory.

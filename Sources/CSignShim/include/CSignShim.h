@@ -41,6 +41,8 @@ void sc_sha256_update(sc_sha256_state *state, const void *data, size_t length);
 /* Writes 32 bytes. The state is not wiped: it hashed public data (HMAC wipes its own). */
 void sc_sha256_final(sc_sha256_state *state, void *out32);
 void sc_sha256(const void *data, size_t length, void *out32);
+/* SHA-256(prefix || data) in one call: the digests of SPEC §3.2 and §4.2 over a canonical URL. */
+void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32);
 
 /* ---- HMAC-SHA256 with the key schedule prepared once --------------------------------- */
 
