@@ -54,12 +54,60 @@ void sc_sha256(const void *data, size_t length, void *out32) {
     sc_sha256_final(&state, out32);
 }
 
-void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32) {
+/* Short messages skip SHA256_Update/SHA256_Final: the bytes still to hash are gathered with
+   their padding in one stack buffer and fed to OpenSSL's block function (SHA256_Transform, the
+   same SHA-NI code), so a digest costs its compressions and little else. */
+#define SC_SHORT_BYTES 512
+
+/* SHA-256 of (what `from` absorbed) || a || b, for at most SC_SHORT_BYTES new bytes; `from`
+   is only read. `wipe` clears the copies of a secret (HMAC) state afterwards. */
+static void sha256_finish_short(const SHA256_CTX *from, const void *a, size_t a_length,
+                                const void *b, size_t b_length, unsigned char out[32], int wipe) {
+    _Alignas(64) unsigned char block[64 + SC_SHORT_BYTES + 72];
     SHA256_CTX ctx;
-    SHA256_Init(&ctx);
-    SHA256_Update(&ctx, prefix, prefix_length);
-    SHA256_Update(&ctx, data, length);
-    SHA256_Final(out32, &ctx);
+    size_t n = from->num;
+    memcpy(block, from->data, n); /* absorbed bytes not yet compressed */
+    if (a_length > 0) memcpy(block + n, a, a_length);
+    n += a_length;
+    if (b_length > 0) memcpy(block + n, b, b_length);
+    n += b_length;
+    uint64_t bits = ((((uint64_t)from->Nh) << 32) | from->Nl) + ((uint64_t)(a_length + b_length) << 3);
+    block[n++] = 0x80;
+    size_t padded = (n + 8 + 63) & ~(size_t)63;
+    memset(block + n, 0, padded - 8 - n);
+    for (int i = 0; i < 8; i++) block[padded - 1 - i] = (unsigned char)(bits >> (8 * i));
+    memcpy(ctx.h, from->h, sizeof ctx.h);
+    for (size_t offset = 0; offset < padded; offset += 64) SHA256_Transform(&ctx, block + offset);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (unsigned char)(ctx.h[i] >> 24);
+        out[4 * i + 1] = (unsigned char)(ctx.h[i] >> 16);
+        out[4 * i + 2] = (unsigned char)(ctx.h[i] >> 8);
+        out[4 * i + 3] = (unsigned char)ctx.h[i];
+    }
+    if (wipe) {
+        sodium_memzero(&ctx, sizeof ctx);
+        sodium_memzero(block, padded);
+    }
+}
+
+/* SHA-256 of (what `from` absorbed) || a || b; `from` is only read. */
+static void sha256_finish(const SHA256_CTX *from, const void *a, size_t a_length,
+                          const void *b, size_t b_length, unsigned char out[32], int wipe) {
+    if (a_length + b_length <= SC_SHORT_BYTES) {
+        sha256_finish_short(from, a, a_length, b, b_length, out, wipe);
+        return;
+    }
+    SHA256_CTX ctx = *from;
+    if (a_length > 0) SHA256_Update(&ctx, a, a_length);
+    if (b_length > 0) SHA256_Update(&ctx, b, b_length);
+    SHA256_Final(out, &ctx);
+    if (wipe) sodium_memzero(&ctx, sizeof ctx);
+}
+
+void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32) {
+    SHA256_CTX start;
+    SHA256_Init(&start);
+    sha256_finish(&start, prefix, prefix_length, data, length, out32, 0);
 }
 
 /* ---- HMAC-SHA256 (RFC 2104) ------------------------------------------------------------- */
@@ -82,25 +130,16 @@ void sc_hmac_key_init(sc_hmac_key *key, const void *secret, size_t secret_length
     sodium_memzero(pad, sizeof pad);
 }
 
-void sc_hmac_start(const sc_hmac_key *key, sc_sha256_state *state) { *state = key->inner; }
-
-void sc_hmac_finish(const sc_hmac_key *key, sc_sha256_state *state, void *out32) {
-    unsigned char inner[32];
-    sc_sha256_final(state, inner);
-    sc_sha256_state outer = key->outer;
-    sc_sha256_update(&outer, inner, sizeof inner);
-    sc_sha256_final(&outer, out32);
-    /* Key-derived states are secret; plain SHA-256 states hash public data and are not wiped. */
-    sodium_memzero(state, sizeof *state);
-    sodium_memzero(&outer, sizeof outer);
-    sodium_memzero(inner, sizeof inner);
+void sc_hmac_sha256_continue(const sc_hmac_key *key, const sc_sha256_state *inner, const void *message, size_t length,
+                             void *out32) {
+    unsigned char digest[32];
+    sha256_finish((const SHA256_CTX *)inner->opaque, message, length, NULL, 0, digest, 1);
+    sha256_finish((const SHA256_CTX *)key->outer.opaque, digest, sizeof digest, NULL, 0, out32, 1);
+    sodium_memzero(digest, sizeof digest);
 }
 
 void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, void *out32) {
-    sc_sha256_state state;
-    sc_hmac_start(key, &state);
-    sc_sha256_update(&state, message, length);
-    sc_hmac_finish(key, &state, out32);
+    sc_hmac_sha256_continue(key, &key->inner, message, length, out32);
 }
 
 /* ---- Ed25519 ---------------------------------------------------------------------------- */

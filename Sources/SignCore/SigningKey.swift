@@ -60,7 +60,7 @@ public final class SigningKey: @unchecked Sendable {
         idBytes = UnsafeRawBufferPointer(rebasing: prefix[(writer.count - id.utf8.count)..<writer.count])
         if let key = hmacKey, let state = prefixedInnerState {
             let mutableState = UnsafeMutablePointer(mutating: state)
-            sc_hmac_start(key, mutableState)
+            mutableState.pointee = key.pointee.inner
             sc_sha256_update(mutableState, signingInputPrefix.baseAddress, signingInputPrefix.count)
         }
     }
@@ -242,7 +242,7 @@ public final class SigningKey: @unchecked Sendable {
         guard signature.count == algorithm.signatureByteCount else { return false }
         switch algorithm {
         case .hmacSHA256:
-            guard let hmacKey else { return false }
+            guard hmacKey != nil else { return false }
             return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
                 hmac(message, into: expected.baseAddress)
                 defer { sc_memzero(expected.baseAddress, 32) }
@@ -261,9 +261,7 @@ public final class SigningKey: @unchecked Sendable {
         guard let key = hmacKey, let prefixed = prefixedInnerState else { return }
         let prefix = signingInputPrefix
         if message.count >= prefix.count, bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix) {
-            var state = prefixed.pointee
-            sc_sha256_update(&state, message.baseAddress.map { $0 + prefix.count }, message.count - prefix.count)
-            sc_hmac_finish(key, &state, out)
+            sc_hmac_sha256_continue(key, prefixed, message.baseAddress.map { $0 + prefix.count }, message.count - prefix.count, out)
         } else {
             sc_hmac_sha256(key, message.baseAddress, message.count, out)
         }

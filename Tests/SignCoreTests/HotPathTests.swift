@@ -28,6 +28,60 @@ import Glibc
         }
     }
 
+    /// Short digests are padded by the shim and fed to the block function directly; every
+    /// length around the block boundaries, split anywhere, must equal OpenSSL's own padding.
+    @Test func directBlockDigestsEqualStreamingDigests() {
+        let bytes = (0..<700).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
+        for total in Array(0...200) + [447, 448, 511, 512, 513, 575, 576, 600, 700] {
+            for split in Set([0, total / 3, min(total, 21), total]) {
+                let prefix = Array(bytes[..<split]), data = Array(bytes[split..<total])
+                var direct = [UInt8](repeating: 0, count: 32), streamed = direct
+                prefix.withUnsafeBytes { p in
+                    data.withUnsafeBytes { d in
+                        direct.withUnsafeMutableBytes { sc_sha256_prefixed(p.baseAddress, p.count, d.baseAddress, d.count, $0.baseAddress) }
+                    }
+                }
+                var state = sc_sha256_state()
+                sc_sha256_init(&state)
+                prefix.withUnsafeBytes { sc_sha256_update(&state, $0.baseAddress, $0.count) }
+                data.withUnsafeBytes { sc_sha256_update(&state, $0.baseAddress, $0.count) }
+                streamed.withUnsafeMutableBytes { sc_sha256_final(&state, $0.baseAddress) }
+                #expect(direct == streamed, "\(total) bytes split at \(split)")
+            }
+        }
+    }
+
+    /// HMAC continued from a state that absorbed part of the message (with that part's bytes
+    /// still buffered or not) equals RFC 2104 computed from plain SHA-256 calls.
+    @Test func continuedHMACEqualsRFC2104() {
+        let secret = (0..<32).map { UInt8($0 &+ 100) }
+        var key = sc_hmac_key()
+        secret.withUnsafeBytes { sc_hmac_key_init(&key, $0.baseAddress, $0.count) }
+        defer { withUnsafeMutableBytes(of: &key) { sc_memzero($0.baseAddress, $0.count) } }
+        func sha256(_ bytes: [UInt8]) -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: 32)
+            bytes.withUnsafeBytes { b in out.withUnsafeMutableBytes { sc_sha256(b.baseAddress, b.count, $0.baseAddress) } }
+            return out
+        }
+        let block = secret + [UInt8](repeating: 0, count: 32)
+        let message = (0..<700).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        for length in [0, 1, 55, 56, 63, 64, 65, 119, 120, 200, 447, 448, 511, 512, 513, 700] {
+            for absorbed in Set([0, min(length, 4), min(length, 64), min(length, 70)]) {
+                let whole = Array(message[..<length])
+                let expected = sha256(block.map { $0 ^ 0x5c } + sha256(block.map { $0 ^ 0x36 } + whole))
+                var inner = key.inner
+                whole.withUnsafeBytes { sc_sha256_update(&inner, $0.baseAddress, absorbed) }
+                var tag = [UInt8](repeating: 0, count: 32)
+                whole.withUnsafeBytes { m in
+                    tag.withUnsafeMutableBytes {
+                        sc_hmac_sha256_continue(&key, &inner, m.baseAddress.map { $0 + absorbed }, length - absorbed, $0.baseAddress)
+                    }
+                }
+                #expect(tag == expected, "\(length) bytes, \(absorbed) absorbed first")
+            }
+        }
+    }
+
     @Test func keyIdBytesAndPrefixMatchTheSpec() throws {
         let key = try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 32), id: "kid-1")
         #expect(Array(key.idBytes) == Array("kid-1".utf8))

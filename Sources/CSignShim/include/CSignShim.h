@@ -55,10 +55,11 @@ typedef struct {
 void sc_hmac_key_init(sc_hmac_key *key, const void *secret, size_t secret_length);
 /* HMAC of one message under a prepared key; the key is only read, so threads may share it. */
 void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, void *out32);
-/* Incremental form: start copies the prepared inner state (or continue from a copy of a state
-   that already absorbed a message prefix); finish wipes the state. */
-void sc_hmac_start(const sc_hmac_key *key, sc_sha256_state *state);
-void sc_hmac_finish(const sc_hmac_key *key, sc_sha256_state *state, void *out32);
+/* HMAC of (message prefix || message), where `inner` is a copy of key->inner that went on to
+   absorb the prefix (sc_sha256_update): a prefix every message shares is hashed once per key.
+   `inner` is only read. */
+void sc_hmac_sha256_continue(const sc_hmac_key *key, const sc_sha256_state *inner, const void *message, size_t length,
+                             void *out32);
 
 /* ---- Ed25519 (libsodium, RFC 8032, deterministic) ------------------------------------- */
 
