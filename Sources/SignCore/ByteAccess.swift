@@ -37,6 +37,9 @@ func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Boo
     return memcmp(x, y, a.count) == 0
 }
 
+/// Unsigned byte order of `count` bytes at `a` and `b` (memcmp: public data only).
+func byteOrder(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Int32 { memcmp(a, b, count) }
+
 extension StaticString {
     /// The literal's UTF-8 bytes, without building a String.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }

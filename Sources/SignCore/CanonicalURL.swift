@@ -200,52 +200,59 @@ public enum CanonicalURL {
     }
 
     /// Puts the pairs written in `region` (joined by '&'; `offset` is where the region starts
-    /// in the positions of `pairs`) in key order. Pairs with equal keys keep their order (the
-    /// tie-break on position makes any sort stable). Nothing moves when they are in order;
-    /// otherwise they go through `spare` (at least as large as the region).
+    /// in the positions of `pairs`) in key order; pairs with equal keys keep their order.
+    /// Nothing moves when they are in order already; otherwise the pairs are copied back from
+    /// `spare` (at least as large as the region) in their new order.
     static func sortPairs(_ pairs: consuming UnsafeMutableBufferPointer<QueryPair>, in region: UnsafeMutableRawBufferPointer,
                           offset: Int, spare: UnsafeMutableRawBufferPointer) {
-        let text = UnsafeRawBufferPointer(region)
-        let ordered = { (a: QueryPair, b: QueryPair) in
-            keyLess(a, b, in: text, offset: offset) || (!keyLess(b, a, in: text, offset: offset) && a.start < b.start)
-        }
-        var sorted = true
-        for j in pairs.indices.dropFirst() where ordered(pairs[j], pairs[j - 1]) {
-            sorted = false
-            break
-        }
-        if sorted { return }
-        // Insertion sort for the usual few pairs, the standard sort for many.
+        guard let text = region.baseAddress, pairs.count > 1 else { return }
+        let base = UnsafeRawPointer(text - offset)  // pair positions are relative to this
+        var moved = false
         if pairs.count <= 16 {
+            // Insertion sort: stable, and one comparison per pair when already in order.
             for j in 1..<pairs.count {
                 let pair = pairs[j]
                 var k = j
-                while k > 0, ordered(pair, pairs[k - 1]) {
+                while k > 0, keyLess(pair, pairs[k - 1], base) {
                     pairs[k] = pairs[k - 1]
                     k -= 1
                 }
-                pairs[k] = pair
+                if k != j {
+                    pairs[k] = pair
+                    moved = true
+                }
             }
         } else {
-            pairs.sort(by: ordered)
+            // The standard sort, made stable by the tie-break on position.
+            let ordered = { (a: QueryPair, b: QueryPair) in
+                keyLess(a, b, base) || (!keyLess(b, a, base) && a.start < b.start)
+            }
+            for j in 1..<pairs.count where ordered(pairs[j], pairs[j - 1]) {
+                moved = true
+                break
+            }
+            if moved { pairs.sort(by: ordered) }
         }
-        let unsorted = UnsafeMutableRawBufferPointer(rebasing: spare[..<region.count])
-        unsorted.copyMemory(from: text)
-        var out = ByteWriter(region)
+        guard moved, let unsorted = spare.baseAddress else { return }
+        unsorted.copyMemory(from: text, byteCount: region.count)
+        var at = 0
         for (j, pair) in pairs.enumerated() {
-            if j > 0 { out.append(UInt8(ascii: "&")) }
-            out.append(UnsafeRawBufferPointer(rebasing: unsorted[(Int(pair.start) - offset)..<(Int(pair.end) - offset)]))
+            if j > 0 {
+                text.storeBytes(of: UInt8(ascii: "&"), toByteOffset: at, as: UInt8.self)
+                at += 1
+            }
+            let length = Int(pair.end - pair.start)
+            (text + at).copyMemory(from: unsorted + (Int(pair.start) - offset), byteCount: length)
+            at += length
         }
     }
 
-    private static func keyLess(_ a: QueryPair, _ b: QueryPair, in text: UnsafeRawBufferPointer, offset: Int) -> Bool {
-        let lengthA = Int(a.keyEnd - a.start), lengthB = Int(b.keyEnd - b.start)
-        let startA = Int(a.start) - offset, startB = Int(b.start) - offset
-        for k in 0..<min(lengthA, lengthB) {
-            let x = text[startA + k], y = text[startB + k]
-            if x != y { return x < y }
-        }
-        return lengthA < lengthB
+    /// Unsigned byte order of the two keys; a key that is a prefix of the other comes first.
+    @inline(__always)
+    private static func keyLess(_ a: QueryPair, _ b: QueryPair, _ base: UnsafeRawPointer) -> Bool {
+        let lengthA = Int(a.keyEnd &- a.start), lengthB = Int(b.keyEnd &- b.start)
+        let order = byteOrder(base + Int(a.start), base + Int(b.start), min(lengthA, lengthB))
+        return order < 0 || (order == 0 && lengthA < lengthB)
     }
 
     // MARK: §2.8 Percent-encoding

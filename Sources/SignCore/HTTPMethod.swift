@@ -33,7 +33,22 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
 
     /// Parses a method token. Methods are case-sensitive (RFC 9110 §9.1): `get` is not `GET`.
     public init(token: String) throws(SignCoreError) {
-        guard let method = HTTPMethod(rawValue: token) else {
+        var token = token
+        let method = token.withUTF8 { bytes -> HTTPMethod? in
+            let candidate: HTTPMethod
+            switch (bytes.count, bytes.first) {
+            case (3, UInt8(ascii: "G")): candidate = .get
+            case (3, UInt8(ascii: "P")): candidate = .put
+            case (4, UInt8(ascii: "H")): candidate = .head
+            case (4, UInt8(ascii: "P")): candidate = .post
+            case (5, _): candidate = .patch
+            case (6, _): candidate = .delete
+            case (7, _): candidate = .options
+            default: return nil
+            }
+            return bytesEqual(UnsafeRawBufferPointer(bytes), candidate.token.bytes) ? candidate : nil
+        }
+        guard let method else {
             throw SignCoreError(.unsupportedMethod, "the method must be one of GET, HEAD, OPTIONS, DELETE, POST, PUT, PATCH")
         }
         self = method

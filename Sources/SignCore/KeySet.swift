@@ -3,6 +3,10 @@
 /// rotation without downtime.
 public struct KeySet: Sendable {
     private var keys: [KeyID: SigningKey] = [:]
+    /// The same keys in a list: a few keys (the usual case) are found faster by comparing ids
+    /// than by hashing one.
+    private var list: [SigningKey] = []
+    private static let listLookupLimit = 8
 
     public init() {}
 
@@ -20,12 +24,14 @@ public struct KeySet: Sendable {
         let id = KeyID(of: key)
         guard keys[id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
         keys[id] = key
+        list.append(key)
     }
 
     @discardableResult
     public mutating func remove(id: String) -> SigningKey? {
-        guard let id = KeyID(id) else { return nil }
-        return keys.removeValue(forKey: id)
+        guard let id = KeyID(id), let removed = keys.removeValue(forKey: id) else { return nil }
+        list.removeAll { $0 === removed }
+        return removed
     }
 
     public func key(id: String) -> SigningKey? {
@@ -35,6 +41,10 @@ public struct KeySet: Sendable {
 
     /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes).
     func key(id: UnsafeRawBufferPointer) -> SigningKey? {
+        if list.count <= Self.listLookupLimit {
+            for key in list where bytesEqual(key.idBytes, id) { return key }
+            return nil
+        }
         guard let id = KeyID(id) else { return nil }
         return keys[id]
     }

@@ -11,15 +11,16 @@ public protocol ReplayGuard: Sendable {
 }
 
 /// An in-process replay guard. Memory is bounded by `capacity` and by the token lifetime:
-/// entries leave once their token has expired. Sharded by nonce so concurrent verifiers
-/// rarely wait on the same lock.
+/// expired entries are dropped whenever a shard needs room. Sharded by a keyed hash of the
+/// nonce so concurrent verifiers rarely wait on the same lock, and so a key holder who picks
+/// nonces on purpose cannot pile them into one shard or one probe chain.
 public final class InMemoryReplayGuard: ReplayGuard {
     public let capacity: Int
     private let shards: [LockedShard]
     private let shardCapacity: Int
 
-    /// - Parameter capacity: most unexpired nonces held at once (default one million, about
-    ///   100 MB at worst); size it as peak accepted requests per second × maximum lifetime.
+    /// - Parameter capacity: most unexpired nonces held at once (default one million, at most
+    ///   about 128 MB); size it as peak accepted requests per second × maximum lifetime.
     public init(capacity: Int = 1_000_000, shardCount: Int = 16) {
         precondition(capacity > 0 && shardCount > 0)
         self.capacity = capacity
@@ -29,67 +30,96 @@ public final class InMemoryReplayGuard: ReplayGuard {
     }
 
     public func record(nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
-        let shard = shards[Int(nonce.words.0 % UInt64(shards.count))]
+        var hasher = Hasher()  // SipHash with a per-process random seed
+        hasher.combine(nonce.words.0)
+        hasher.combine(nonce.words.1)
+        let hash = UInt64(UInt(bitPattern: hasher.finalize()))
+        let shard = shards[Int((hash >> 40) % UInt64(shards.count))]
         let limit = shardCapacity
-        try shard.mutex.withLock { (state) throws(SignCoreError) in try state.record(nonce, expires: expires, now: now, limit: limit) }
+        try shard.mutex.withLock { (table) throws(SignCoreError) in
+            try table.record(NonceTable.Entry(nonce: nonce.words, hash: hash, expires: expires), now: now, limit: limit)
+        }
     }
 
-    /// Unexpired nonces currently held (expired ones may still be counted until the next call
-    /// that touches their shard).
-    public var count: Int { shards.reduce(0) { $0 + $1.mutex.withLock { $0.expiry.count } } }
+    /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
+    /// when it needs room).
+    public var count: Int { shards.reduce(0) { $0 + $1.mutex.withLock { $0.used } } }
 
     final class LockedShard: Sendable {
-        let mutex = Mutex(Shard())
+        let mutex = Mutex(NonceTable())
+    }
+}
+
+/// One shard's nonces: an open-addressing table with linear probing, at most half full.
+/// Expired entries stay until the table needs room; then it is rebuilt with only the
+/// unexpired ones, grown or shrunk so the next rebuild is a quarter of a table away
+/// (amortised, a few slot reads per insert).
+struct NonceTable: ~Copyable {
+    struct Entry {
+        var nonce: (UInt64, UInt64)
+        var hash: UInt64
+        var expires: Int64
+        static let empty = Entry(nonce: (0, 0), hash: 0, expires: .min)
+        var isEmpty: Bool { expires == .min }
     }
 
-    struct Shard {
-        var expiry: [Nonce: Int64] = [:]
-        /// Min-heap on expiry time, to drop expired nonces in order.
-        var heap: [(expires: Int64, nonce: Nonce)] = []
+    private var slots: UnsafeMutableBufferPointer<Entry>
+    /// Occupied slots, expired or not.
+    private(set) var used = 0
 
-        mutating func record(_ nonce: Nonce, expires: Int64, now: Int64, limit: Int) throws(SignCoreError) {
-            purge(now: now)
-            if let known = expiry[nonce], known > now {
-                throw SignCoreError(.replayed, "this token was already used")
-            }
-            guard expiry.count < limit else {
-                throw SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
-            }
-            expiry[nonce] = expires
-            push((expires, nonce))
-        }
+    init() { slots = Self.allocate(16) }
 
-        mutating func purge(now: Int64) {
-            while let top = heap.first, top.expires <= now {
-                popMin()
-                if expiry[top.nonce] == top.expires { expiry[top.nonce] = nil }
-            }
-        }
+    deinit { slots.deallocate() }
 
-        mutating func push(_ entry: (expires: Int64, nonce: Nonce)) {
-            heap.append(entry)
-            var child = heap.count - 1
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard heap[child].expires < heap[parent].expires else { break }
-                heap.swapAt(child, parent)
-                child = parent
+    mutating func record(_ entry: Entry, now: Int64, limit: Int) throws(SignCoreError) {
+        let mask = slots.count - 1
+        var index = Int(truncatingIfNeeded: entry.hash) & mask
+        while !slots[index].isEmpty {
+            if slots[index].hash == entry.hash, slots[index].nonce == entry.nonce {
+                guard slots[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
+                slots[index].expires = entry.expires  // the earlier token has expired: the nonce may serve again
+                return
             }
+            index = (index + 1) & mask
         }
+        if used >= limit || 2 * (used + 1) > slots.count {
+            try rebuild(now: now, limit: limit)
+            return try record(entry, now: now, limit: limit)
+        }
+        slots[index] = entry
+        used += 1
+    }
 
-        mutating func popMin() {
-            heap.swapAt(0, heap.count - 1)
-            heap.removeLast()
-            var parent = 0
-            while true {
-                let left = 2 * parent + 1, right = left + 1
-                var smallest = parent
-                if left < heap.count, heap[left].expires < heap[smallest].expires { smallest = left }
-                if right < heap.count, heap[right].expires < heap[smallest].expires { smallest = right }
-                if smallest == parent { return }
-                heap.swapAt(parent, smallest)
-                parent = smallest
-            }
+    /// Keeps the unexpired entries only, in a table sized for them and the room to come.
+    private mutating func rebuild(now: Int64, limit: Int) throws(SignCoreError) {
+        var live = 0
+        for entry in slots where !entry.isEmpty && entry.expires > now { live += 1 }
+        guard live < limit else {
+            throw SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
         }
+        let largest = Self.powerOfTwo(atLeast: 2 * (limit + 1))
+        let size = min(Self.powerOfTwo(atLeast: 4 * (live + 1)), largest)
+        let old = slots
+        slots = Self.allocate(size)
+        used = 0
+        for entry in old where !entry.isEmpty && entry.expires > now {
+            var index = Int(truncatingIfNeeded: entry.hash) & (size - 1)
+            while !slots[index].isEmpty { index = (index + 1) & (size - 1) }
+            slots[index] = entry
+            used += 1
+        }
+        old.deallocate()
+    }
+
+    private static func allocate(_ count: Int) -> UnsafeMutableBufferPointer<Entry> {
+        let slots = UnsafeMutableBufferPointer<Entry>.allocate(capacity: count)
+        slots.initialize(repeating: .empty)
+        return slots
+    }
+
+    private static func powerOfTwo(atLeast n: Int) -> Int {
+        var size = 16
+        while size < n { size *= 2 }
+        return size
     }
 }

@@ -89,7 +89,7 @@ public struct Signer: Sendable {
                 SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
                                        accountByteCount: account.count, into: &input) { $0.append(account) }
                 withUnsafeMutableBytes(of: &signature) { out in
-                    do throws(SignCoreError) { try key.sign(input.written, into: out) } catch { failure = error }
+                    do throws(SignCoreError) { try key.sign(input.written, into: out, startsWithPrefix: true) } catch { failure = error }
                 }
             }
             return target.withUnsafeBytes { digest in

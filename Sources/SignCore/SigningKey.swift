@@ -221,13 +221,15 @@ public final class SigningKey: @unchecked Sendable {
     // MARK: Sign and verify (SPEC §4.3)
 
     /// Signs `message` into `signature`, which has room for `algorithm.signatureByteCount` bytes.
-    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
+    /// `startsWithPrefix`: the caller wrote `signingInputPrefix` at the start of `message`.
+    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer,
+              startsWithPrefix: Bool = false) throws(SignCoreError) {
         guard let secret else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
         precondition(signature.count >= algorithm.signatureByteCount)
         let rc: Int32
         switch algorithm {
         case .hmacSHA256:
-            hmac(message, into: signature.baseAddress)
+            hmac(message, into: signature.baseAddress, startsWithPrefix: startsWithPrefix)
             rc = 0
         case .ed25519:
             rc = sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, signature.baseAddress)
@@ -238,13 +240,14 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// Whether `signature` is valid for `message`; HMAC tags are compared in constant time.
-    func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
+    func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer,
+                          startsWithPrefix: Bool = false) -> Bool {
         guard signature.count == algorithm.signatureByteCount else { return false }
         switch algorithm {
         case .hmacSHA256:
             guard hmacKey != nil else { return false }
             return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
-                hmac(message, into: expected.baseAddress)
+                hmac(message, into: expected.baseAddress, startsWithPrefix: startsWithPrefix)
                 defer { sc_memzero(expected.baseAddress, 32) }
                 return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
             }
@@ -256,11 +259,14 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// HMAC-SHA256 of `message`. A message that starts with this key's signing-input prefix
-    /// (every signing input does) continues from the inner state that already absorbed it.
-    private func hmac(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer?) {
+    /// (every signing input does) continues from the inner state that already absorbed it;
+    /// the prefix is compared unless the caller wrote it.
+    private func hmac(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer?, startsWithPrefix: Bool) {
         guard let key = hmacKey, let prefixed = prefixedInnerState else { return }
         let prefix = signingInputPrefix
-        if message.count >= prefix.count, bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix) {
+        if startsWithPrefix || (message.count >= prefix.count
+                                && bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix)) {
+            precondition(message.count >= prefix.count)
             sc_hmac_sha256_continue(key, prefixed, message.baseAddress.map { $0 + prefix.count }, message.count - prefix.count, out)
         } else {
             sc_hmac_sha256(key, message.baseAddress, message.count, out)

@@ -134,7 +134,8 @@ public struct Verifier: Sendable {
                                    nonce: token.nonce, accountByteCount: token.accountByteCount,
                                    into: &input) { token.appendAccount(in: tokenText, to: &$0) }
             return withUnsafeBytes(of: token.signature) { signature in
-                key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]), for: input.written)
+                key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]),
+                                    for: input.written, startsWithPrefix: true)
             }
         }
         guard valid else { throw SignCoreError(.badSignature, "the signature does not verify") }

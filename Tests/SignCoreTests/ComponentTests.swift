@@ -45,6 +45,24 @@ import Testing
 }
 
 @Suite struct KeyTests {
+    /// Small sets are searched by comparing ids, large ones through the dictionary: both find
+    /// exactly the keys present, byte for byte.
+    @Test func keySetLookupSmallAndLarge() throws {
+        for size in [1, 8, 9, 12] {
+            let keys = try (0..<size).map { try SigningKey.hmac(secret: [UInt8](repeating: UInt8($0), count: 32), id: "kid-\($0)") }
+            var set = try KeySet(keys)
+            for key in keys {
+                #expect(set.key(id: key.idBytes) === key)
+                #expect(set.key(id: key.id) === key)
+            }
+            #expect(Array("kid-".utf8).withUnsafeBytes { set.key(id: $0) } == nil)
+            #expect(Array("kid-0x".utf8).withUnsafeBytes { set.key(id: $0) } == nil)
+            #expect(set.remove(id: "kid-0") === keys[0])
+            #expect(Array("kid-0".utf8).withUnsafeBytes { set.key(id: $0) } == nil)
+            #expect(set.count == size - 1)
+        }
+    }
+
     @Test(arguments: SignatureAlgorithm.allCases)
     func jwkRoundTrip(_ algorithm: SignatureAlgorithm) throws {
         let key = try SigningKey.generate(algorithm)
@@ -97,6 +115,16 @@ import Testing
 }
 
 @Suite struct EncodingTests {
+    /// Methods are exact, case-sensitive tokens: each one parses, near misses do not.
+    @Test func methodTokensAreExact() throws {
+        for method in HTTPMethod.allCases { #expect(try HTTPMethod(token: method.rawValue) == method) }
+        for token in ["", "get", "Get", "GETS", "GE", "PUSH", "PUTS", "HEAP", "POTS", "PATCHY", "PATHC", "DELETED", "OPTION",
+                      "OPTIONZ", "CONNECT", "TRACE", "G\u{0}T", "PÖST"] {
+            let error = #expect(throws: SignCoreError.self) { try HTTPMethod(token: token) }
+            #expect(error?.code == .unsupportedMethod, "\(token)")
+        }
+    }
+
     @Test func base64URLRoundTripAndStrictness() {
         for length in 0..<70 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
