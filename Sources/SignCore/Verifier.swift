@@ -71,22 +71,33 @@ public struct Verifier: Sendable {
 
         // 1. The token: present, bounded, well-formed (parsed in place, nothing allocated).
         guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
-        return try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
+        // Only plain data leaves the byte-level closures (the key unretained: `keys` holds it),
+        // and the account is made only when there is one, so the hot path does little
+        // reference counting.
+        var account = ""
+        let (token, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
             let token = try TokenFields(parsing: tokenText)
 
             // 2. The request: a signable method and a valid URL.
             let method = try HTTPMethod(token: request.method)
-            return try withUTF8(of: request.url) { (url) throws(SignCoreError) in
+            let key = try withUTF8(of: request.url) { (url) throws(SignCoreError) in
                 try CanonicalURL.withCanonical(url) { (canonical) throws(SignCoreError) in
                     try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now)
                 }
             }
+            if token.accountByteCount > 0 { account = token.account(in: tokenText) }
+            return (token, key)
         }
+        let signer = key.takeUnretainedValue()
+        return VerifiedRequest(keyID: signer.id, algorithm: signer.algorithm, account: account,
+                               created: token.created, expires: token.created + token.lifetime, nonce: token.nonce)
     }
 
-    /// Steps 3–8, once the token is parsed and the canonical URL is known.
+    /// Steps 3–8, once the token is parsed and the canonical URL is known; returns the key
+    /// that verified the signature (held by `keys` for as long as this verifier lives).
     private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
-                       method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64) throws(SignCoreError) -> VerifiedRequest {
+                       method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer,
+                       now: Int64) throws(SignCoreError) -> Unmanaged<SigningKey> {
         // 3. The key named by the token; its algorithm decides how the signature is checked.
         let keyID = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
         guard let key = keys.key(id: keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
@@ -140,7 +151,6 @@ public struct Verifier: Sendable {
         }
         guard valid else { throw SignCoreError(.badSignature, "the signature does not verify") }
 
-        return VerifiedRequest(keyID: key.id, algorithm: key.algorithm, account: token.account(in: tokenText),
-                               created: token.created, expires: expires, nonce: token.nonce)
+        return Unmanaged.passUnretained(key)
     }
 }
