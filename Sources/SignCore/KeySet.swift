@@ -40,13 +40,21 @@ public struct KeySet: Sendable {
     }
 
     /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes).
-    func key(id: UnsafeRawBufferPointer) -> SigningKey? {
+    func key(id: UnsafeRawBufferPointer) -> SigningKey? { unretainedKey(id: id)?.takeUnretainedValue() }
+
+    /// The same lookup without taking a reference (the set holds the key): on the verifier's
+    /// path, shared by every thread, a reference count would be a contended cache line.
+    func unretainedKey(id: UnsafeRawBufferPointer) -> Unmanaged<SigningKey>? {
         if list.count <= Self.listLookupLimit {
-            for key in list where bytesEqual(key.idBytes, id) { return key }
-            return nil
+            return list.withUnsafeBufferPointer { list in
+                for index in list.indices where bytesEqual(list[index].idBytes, id) {
+                    return Unmanaged.passUnretained(list[index])
+                }
+                return nil
+            }
         }
-        guard let id = KeyID(id) else { return nil }
-        return keys[id]
+        guard let id = KeyID(id), let key = keys[id] else { return nil }
+        return Unmanaged.passUnretained(key)
     }
 
     public var ids: [String] { keys.values.map(\.id).sorted() }
@@ -54,7 +62,7 @@ public struct KeySet: Sendable {
 }
 
 /// A key id in fixed storage (at most 64 bytes, SPEC §4.1), so a lookup allocates nothing.
-struct KeyID: Hashable {
+struct KeyID: Hashable, Sendable {
     private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
     private var count = 0
 
@@ -78,6 +86,10 @@ struct KeyID: Hashable {
 
     static func == (a: KeyID, b: KeyID) -> Bool {
         a.count == b.count && withUnsafeBytes(of: a.words) { x in withUnsafeBytes(of: b.words) { y in bytesEqual(x, y) } }
+    }
+
+    var string: String {
+        withUnsafeBytes(of: words) { String(decoding: UnsafeRawBufferPointer(rebasing: $0[..<count]), as: UTF8.self) }
     }
 
     func hash(into hasher: inout Hasher) {

@@ -1,4 +1,11 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Remembers the nonces of accepted tokens until they expire, so each token is accepted once
 /// (SPEC §5, step 9). Implementations shared by a fleet of verifiers (a database) come later
@@ -14,9 +21,14 @@ public protocol ReplayGuard: Sendable {
 /// expired entries are dropped whenever a shard needs room. Sharded by a keyed hash of the
 /// nonce so concurrent verifiers rarely wait on the same lock, and so a key holder who picks
 /// nonces on purpose cannot pile them into one shard or one probe chain.
-public final class InMemoryReplayGuard: ReplayGuard {
+/// `@unchecked Sendable`: the shard memory is written only in `init` and `deinit`; every table
+/// is reached through its shard's Mutex.
+public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     public let capacity: Int
-    private let shards: [LockedShard]
+    /// The shards in one raw allocation: reaching a shard takes no reference counting, which
+    /// on a shared object would pass one cache line between every verifying thread.
+    private let shards: UnsafeMutablePointer<Shard>
+    private let shardCount: Int
     private let shardCapacity: Int
 
     /// - Parameter capacity: most unexpired nonces held at once (default one million, at most
@@ -24,9 +36,15 @@ public final class InMemoryReplayGuard: ReplayGuard {
     public init(capacity: Int = 1_000_000, shardCount: Int = 16) {
         precondition(capacity > 0 && shardCount > 0)
         self.capacity = capacity
-        let count = min(shardCount, capacity)
-        self.shardCapacity = (capacity + count - 1) / count
-        self.shards = (0..<count).map { _ in LockedShard() }
+        self.shardCount = min(shardCount, capacity)
+        self.shardCapacity = (capacity + self.shardCount - 1) / self.shardCount
+        self.shards = .allocate(capacity: self.shardCount)
+        for index in 0..<self.shardCount { (shards + index).initialize(to: Shard()) }
+    }
+
+    deinit {
+        shards.deinitialize(count: shardCount)
+        shards.deallocate()
     }
 
     public func record(nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
@@ -34,33 +52,37 @@ public final class InMemoryReplayGuard: ReplayGuard {
         hasher.combine(nonce.words.0)
         hasher.combine(nonce.words.1)
         let hash = UInt64(UInt(bitPattern: hasher.finalize()))
-        let shard = shards[Int((hash >> 40) % UInt64(shards.count))]
         let limit = shardCapacity
-        try shard.mutex.withLock { (table) throws(SignCoreError) in
-            try table.record(NonceTable.Entry(nonce: nonce.words, hash: hash, expires: expires), now: now, limit: limit)
+        try shards[Int((hash >> 40) % UInt64(shardCount))].mutex.withLock { (table) throws(SignCoreError) in
+            try table.record(nonce: nonce, hash: hash, expires: expires, now: now, limit: limit)
         }
     }
 
     /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
     /// when it needs room).
-    public var count: Int { shards.reduce(0) { $0 + $1.mutex.withLock { $0.used } } }
+    public var count: Int {
+        (0..<shardCount).reduce(0) { total, index in total + shards[index].mutex.withLock { $0.used } }
+    }
 
-    final class LockedShard: Sendable {
+    struct Shard: ~Copyable {
         let mutex = Mutex(NonceTable())
+        /// Keeps two shards' locks off one cache line.
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
     }
 }
 
 /// One shard's nonces: an open-addressing table with linear probing, at most half full.
 /// Expired entries stay until the table needs room; then it is rebuilt with only the
 /// unexpired ones, grown or shrunk so the next rebuild is a quarter of a table away
-/// (amortised, a few slot reads per insert).
+/// (amortised, a few slot reads per insert). Tables come zeroed from `calloc` (fresh pages
+/// for large ones) and a zero slot is empty, so a rebuild touches only the live entries.
 struct NonceTable: ~Copyable {
     struct Entry {
         var nonce: (UInt64, UInt64)
+        /// The keyed hash with its lowest bit set: never zero in an occupied slot.
         var hash: UInt64
         var expires: Int64
-        static let empty = Entry(nonce: (0, 0), hash: 0, expires: .min)
-        var isEmpty: Bool { expires == .min }
+        var isEmpty: Bool { hash == 0 }
     }
 
     private var slots: UnsafeMutableBufferPointer<Entry>
@@ -69,9 +91,10 @@ struct NonceTable: ~Copyable {
 
     init() { slots = Self.allocate(16) }
 
-    deinit { slots.deallocate() }
+    deinit { free(slots.baseAddress) }
 
-    mutating func record(_ entry: Entry, now: Int64, limit: Int) throws(SignCoreError) {
+    mutating func record(nonce: Nonce, hash: UInt64, expires: Int64, now: Int64, limit: Int) throws(SignCoreError) {
+        let entry = Entry(nonce: nonce.words, hash: hash | 1, expires: expires)
         let mask = slots.count - 1
         var index = Int(truncatingIfNeeded: entry.hash) & mask
         while !slots[index].isEmpty {
@@ -84,7 +107,7 @@ struct NonceTable: ~Copyable {
         }
         if used >= limit || 2 * (used + 1) > slots.count {
             try rebuild(now: now, limit: limit)
-            return try record(entry, now: now, limit: limit)
+            return try record(nonce: nonce, hash: hash, expires: expires, now: now, limit: limit)
         }
         slots[index] = entry
         used += 1
@@ -108,13 +131,15 @@ struct NonceTable: ~Copyable {
             slots[index] = entry
             used += 1
         }
-        old.deallocate()
+        free(old.baseAddress)
     }
 
+    /// A zeroed table: every slot empty.
     private static func allocate(_ count: Int) -> UnsafeMutableBufferPointer<Entry> {
-        let slots = UnsafeMutableBufferPointer<Entry>.allocate(capacity: count)
-        slots.initialize(repeating: .empty)
-        return slots
+        guard let memory = calloc(count, MemoryLayout<Entry>.stride) else {
+            fatalError("the replay guard could not allocate \(count) slots")
+        }
+        return UnsafeMutableBufferPointer(start: memory.bindMemory(to: Entry.self, capacity: count), count: count)
     }
 
     private static func powerOfTwo(atLeast n: Int) -> Int {

@@ -22,7 +22,11 @@ public struct ReceivedRequest: Sendable {
 
 /// What a verified token proves: who signed this exact request, for which account, when.
 public struct VerifiedRequest: Sendable, Equatable {
-    public let keyID: String
+    /// The id of the key that verified the token.
+    public var keyID: String { id.string }
+    /// The key id held inline: a String shared with the key would be reference counted by
+    /// every verify on every thread, one contended cache line.
+    let id: KeyID
     public let algorithm: SignatureAlgorithm
     /// The account the client bound into the token; empty for none.
     public let account: String
@@ -43,6 +47,9 @@ public struct Verifier: Sendable {
     /// header is still compared whenever present; the signature binds the whash either way.
     public let requireWhashHeader: Bool
     public let replayGuard: any ReplayGuard
+    /// The same guard when it is the in-process one, called directly rather than through the
+    /// protocol's async requirement.
+    private let inMemoryGuard: InMemoryReplayGuard?
     public let clock: @Sendable () -> Int64
 
     /// A negative `skew` counts as 0; `maxLifetime` is held within 1...86400 (SPEC §4.1).
@@ -50,6 +57,7 @@ public struct Verifier: Sendable {
                 requireWhashHeader: Bool = true, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
         self.keys = keys
         self.replayGuard = replayGuard
+        self.inMemoryGuard = replayGuard as? InMemoryReplayGuard
         self.skew = max(0, skew)
         self.maxLifetime = min(max(1, maxLifetime), WToken.maxLifetime)
         self.requireWhashHeader = requireWhashHeader
@@ -60,7 +68,11 @@ public struct Verifier: Sendable {
     public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
         let now = clock()
         let verified = try check(request, now: now)
-        try await replayGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
+        if let inMemoryGuard {
+            try inMemoryGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
+        } else {
+            try await replayGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
+        }
         return verified
     }
 
@@ -88,9 +100,10 @@ public struct Verifier: Sendable {
             if token.accountByteCount > 0 { account = token.account(in: tokenText) }
             return (token, key)
         }
-        let signer = key.takeUnretainedValue()
-        return VerifiedRequest(keyID: signer.id, algorithm: signer.algorithm, account: account,
-                               created: token.created, expires: token.created + token.lifetime, nonce: token.nonce)
+        return key._withUnsafeGuaranteedRef { signer in
+            VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
+                            created: token.created, expires: token.created + token.lifetime, nonce: token.nonce)
+        }
     }
 
     /// Steps 3–8, once the token is parsed and the canonical URL is known; returns the key
@@ -100,7 +113,23 @@ public struct Verifier: Sendable {
                        now: Int64) throws(SignCoreError) -> Unmanaged<SigningKey> {
         // 3. The key named by the token; its algorithm decides how the signature is checked.
         let keyID = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
-        guard let key = keys.key(id: keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
+        guard let unretained = keys.unretainedKey(id: keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
+        let result: Result<Void, SignCoreError> = unretained._withUnsafeGuaranteedRef { key in
+            do throws(SignCoreError) {
+                return .success(try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical,
+                                          now: now, key: key))
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+        return unretained
+    }
+
+    /// Steps 3 (algorithm) to 8 with the key found.
+    private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
+                       method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64,
+                       key: SigningKey) throws(SignCoreError) {
         guard token.signatureByteCount == key.algorithm.signatureByteCount else {
             throw SignCoreError(.algorithmMismatch, "the signature length does not fit the key's algorithm")
         }
@@ -150,7 +179,5 @@ public struct Verifier: Sendable {
             }
         }
         guard valid else { throw SignCoreError(.badSignature, "the signature does not verify") }
-
-        return Unmanaged.passUnretained(key)
     }
 }
