@@ -39,11 +39,9 @@ public struct KeySet: Sendable {
         return keys[id]
     }
 
-    /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes).
-    func key(id: UnsafeRawBufferPointer) -> SigningKey? { unretainedKey(id: id)?.takeUnretainedValue() }
-
-    /// The same lookup without taking a reference (the set holds the key): on the verifier's
-    /// path, shared by every thread, a reference count would be a contended cache line.
+    /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes),
+    /// without taking a reference (the set holds the key): on the verifier's path, shared by
+    /// every thread, a reference count would be a contended cache line.
     func unretainedKey(id: UnsafeRawBufferPointer) -> Unmanaged<SigningKey>? {
         if list.count <= Self.listLookupLimit {
             return list.withUnsafeBufferPointer { list in

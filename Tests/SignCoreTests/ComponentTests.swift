@@ -52,13 +52,13 @@ import Testing
             let keys = try (0..<size).map { try SigningKey.hmac(secret: [UInt8](repeating: UInt8($0), count: 32), id: "kid-\($0)") }
             var set = try KeySet(keys)
             for key in keys {
-                #expect(set.key(id: key.idBytes) === key)
+                #expect(set.unretainedKey(id: key.idBytes)?.takeUnretainedValue() === key)
                 #expect(set.key(id: key.id) === key)
             }
-            #expect(Array("kid-".utf8).withUnsafeBytes { set.key(id: $0) } == nil)
-            #expect(Array("kid-0x".utf8).withUnsafeBytes { set.key(id: $0) } == nil)
+            #expect(Array("kid-".utf8).withUnsafeBytes { set.unretainedKey(id: $0) } == nil)
+            #expect(Array("kid-0x".utf8).withUnsafeBytes { set.unretainedKey(id: $0) } == nil)
             #expect(set.remove(id: "kid-0") === keys[0])
-            #expect(Array("kid-0".utf8).withUnsafeBytes { set.key(id: $0) } == nil)
+            #expect(Array("kid-0".utf8).withUnsafeBytes { set.unretainedKey(id: $0) } == nil)
             #expect(set.count == size - 1)
         }
     }
