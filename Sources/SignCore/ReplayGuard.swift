@@ -66,16 +66,17 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex = Mutex(NonceTable())
-        /// Keeps two shards' locks off one cache line.
-        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
     }
 }
 
 /// One shard's nonces: an open-addressing table with linear probing, at most half full.
 /// Expired entries stay until the table needs room; then it is rebuilt with only the
 /// unexpired ones, grown or shrunk so the next rebuild is a quarter of a table away
-/// (amortised, a few slot reads per insert). Tables come zeroed from `calloc` (fresh pages
-/// for large ones) and a zero slot is empty, so a rebuild touches only the live entries.
+/// (amortised, a few slot reads per insert). A full table is scanned at most once per second
+/// of `now`: nothing can expire between two calls with the same `now`, so a flood of tokens
+/// against a full guard is refused without rescanning. Tables come zeroed from `calloc`
+/// (fresh pages for large ones) and a zero slot is empty, so a rebuild touches only the live
+/// entries.
 struct NonceTable: ~Copyable {
     struct Entry {
         var nonce: (UInt64, UInt64)
@@ -83,11 +84,16 @@ struct NonceTable: ~Copyable {
         var hash: UInt64
         var expires: Int64
         var isEmpty: Bool { hash == 0 }
+        /// The first slot to probe (the hash bits above the one that is always set).
+        func home(_ mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 1) & mask }
     }
 
     private var slots: UnsafeMutableBufferPointer<Entry>
     /// Occupied slots, expired or not.
     private(set) var used = 0
+    /// Full scans so far, and the `now` of the last one.
+    private(set) var scans = 0
+    private var scannedAt = Int64.min
 
     init() { slots = Self.allocate(16) }
 
@@ -96,7 +102,7 @@ struct NonceTable: ~Copyable {
     mutating func record(nonce: Nonce, hash: UInt64, expires: Int64, now: Int64, limit: Int) throws(SignCoreError) {
         let entry = Entry(nonce: nonce.words, hash: hash | 1, expires: expires)
         let mask = slots.count - 1
-        var index = Int(truncatingIfNeeded: entry.hash) & mask
+        var index = entry.home(mask)
         while !slots[index].isEmpty {
             if slots[index].hash == entry.hash, slots[index].nonce == entry.nonce {
                 guard slots[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
@@ -106,6 +112,8 @@ struct NonceTable: ~Copyable {
             index = (index + 1) & mask
         }
         if used >= limit || 2 * (used + 1) > slots.count {
+            // Every entry was unexpired at the last scan; with time not moved on, none has expired since.
+            guard used < limit || now > scannedAt else { throw Self.full }
             try rebuild(now: now, limit: limit)
             return try record(nonce: nonce, hash: hash, expires: expires, now: now, limit: limit)
         }
@@ -113,20 +121,24 @@ struct NonceTable: ~Copyable {
         used += 1
     }
 
+    private static var full: SignCoreError {
+        SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
+    }
+
     /// Keeps the unexpired entries only, in a table sized for them and the room to come.
     private mutating func rebuild(now: Int64, limit: Int) throws(SignCoreError) {
+        scans += 1
+        scannedAt = now
         var live = 0
         for entry in slots where !entry.isEmpty && entry.expires > now { live += 1 }
-        guard live < limit else {
-            throw SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
-        }
+        guard live < limit else { throw Self.full }
         let largest = Self.powerOfTwo(atLeast: 2 * (limit + 1))
         let size = min(Self.powerOfTwo(atLeast: 4 * (live + 1)), largest)
         let old = slots
         slots = Self.allocate(size)
         used = 0
         for entry in old where !entry.isEmpty && entry.expires > now {
-            var index = Int(truncatingIfNeeded: entry.hash) & (size - 1)
+            var index = entry.home(size - 1)
             while !slots[index].isEmpty { index = (index + 1) & (size - 1) }
             slots[index] = entry
             used += 1

@@ -22,7 +22,7 @@ public struct ReceivedRequest: Sendable {
 
 /// What a verified token proves: who signed this exact request, for which account, when.
 public struct VerifiedRequest: Sendable, Equatable {
-    /// The id of the key that verified the token.
+    /// The id of the key that verified the token (a new String on each read).
     public var keyID: String { id.string }
     /// The key id held inline: a String shared with the key would be reference counted by
     /// every verify on every thread, one contended cache line.
@@ -94,39 +94,26 @@ public struct Verifier: Sendable {
             let method = try HTTPMethod(token: request.method)
             let key = try withUTF8(of: request.url) { (url) throws(SignCoreError) in
                 try CanonicalURL.withCanonical(url) { (canonical) throws(SignCoreError) in
-                    try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now)
+                    // 3. The key named by the token; its algorithm decides how the signature is checked.
+                    guard let key = keys.unretainedKey(id: UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])) else {
+                        throw SignCoreError(.unknownKey, "no key has the token's key id")
+                    }
+                    try key.withObject { (key) throws(SignCoreError) in
+                        try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now, key: key)
+                    }
+                    return key
                 }
             }
             if token.accountByteCount > 0 { account = token.account(in: tokenText) }
             return (token, key)
         }
-        return key._withUnsafeGuaranteedRef { signer in
+        return key.withObject { signer in
             VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
                             created: token.created, expires: token.created + token.lifetime, nonce: token.nonce)
         }
     }
 
-    /// Steps 3–8, once the token is parsed and the canonical URL is known; returns the key
-    /// that verified the signature (held by `keys` for as long as this verifier lives).
-    private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
-                       method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer,
-                       now: Int64) throws(SignCoreError) -> Unmanaged<SigningKey> {
-        // 3. The key named by the token; its algorithm decides how the signature is checked.
-        let keyID = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
-        guard let unretained = keys.unretainedKey(id: keyID) else { throw SignCoreError(.unknownKey, "no key has the token's key id") }
-        let result: Result<Void, SignCoreError> = unretained._withUnsafeGuaranteedRef { key in
-            do throws(SignCoreError) {
-                return .success(try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical,
-                                          now: now, key: key))
-            } catch {
-                return .failure(error)
-            }
-        }
-        try result.get()
-        return unretained
-    }
-
-    /// Steps 3 (algorithm) to 8 with the key found.
+    /// Steps 3 (the algorithm) to 8, with the key the token names.
     private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
                        method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64,
                        key: SigningKey) throws(SignCoreError) {

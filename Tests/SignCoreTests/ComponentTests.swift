@@ -15,6 +15,29 @@ import Testing
         }
     }
 
+    /// A full table is scanned for expired entries at most once per second: a flood of new
+    /// nonces against a full guard cannot make every verify rescan the whole table.
+    @Test func fullTableRescansOncePerSecond() throws {
+        var table = NonceTable()
+        func record(_ nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
+            var hasher = Hasher()
+            hasher.combine(nonce.words.0)
+            hasher.combine(nonce.words.1)
+            try table.record(nonce: nonce, hash: UInt64(UInt(bitPattern: hasher.finalize())), expires: expires, now: now, limit: 8)
+        }
+        for _ in 0..<8 { try record(.random(), expires: 100, now: 0) }
+        let scansWhenFull = table.scans
+        for _ in 0..<50 {
+            let error = #expect(throws: SignCoreError.self) { try record(.random(), expires: 100, now: 5) }
+            #expect(error?.code == .overloaded)
+        }
+        #expect(table.scans == scansWhenFull + 1)  // the first refusal scanned, the other 49 did not
+        #expect(throws: SignCoreError.self) { try record(.random(), expires: 100, now: 6) }
+        #expect(table.scans == scansWhenFull + 2)  // time moved on: one more scan
+        try record(.random(), expires: 200, now: 100)  // everything expired: room again
+        #expect(table.used == 1)
+    }
+
     @Test func expiredEntriesLeaveOnTheirOwn() throws {
         let guardian = InMemoryReplayGuard(capacity: 100, shardCount: 1)
         for i in 0..<100 { try guardian.record(nonce: .random(), expires: Int64(10 + i % 10), now: 0) }

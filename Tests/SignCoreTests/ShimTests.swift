@@ -101,11 +101,20 @@ import Testing
         #expect(throws: SignCoreError.self) { _ = try SigningKey.p256(publicKey: offCurve) }
     }
 
+    /// Equal buffers compare equal at every length; one flipped bit anywhere (in the
+    /// eight-byte words or in the tail) makes them differ.
     @Test func constantTimeCompare() {
-        let a = [UInt8](repeating: 7, count: 32)
-        var b = a
-        #expect(a.withUnsafeBytes { x in b.withUnsafeBytes { sc_memcmp(x.baseAddress, $0.baseAddress, 32) } } == 0)
-        b[31] ^= 1
-        #expect(a.withUnsafeBytes { x in b.withUnsafeBytes { sc_memcmp(x.baseAddress, $0.baseAddress, 32) } } == -1)
+        let a = (0..<40).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 1) }
+        for length in 0...40 {
+            #expect(a.withUnsafeBytes { x in a.withUnsafeBytes { sc_memcmp(x.baseAddress, $0.baseAddress, length) } } == 0)
+            for position in 0..<length {
+                for bit in [0, 7] {
+                    var b = a
+                    b[position] ^= UInt8(1 << bit)
+                    #expect(a.withUnsafeBytes { x in b.withUnsafeBytes { sc_memcmp(x.baseAddress, $0.baseAddress, length) } } == -1,
+                            "length \(length), byte \(position), bit \(bit)")
+                }
+            }
+        }
     }
 }
