@@ -16,6 +16,7 @@
 #include <openssl/core_names.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <openssl/ecdsa.h>
 #include <openssl/obj_mac.h>
 #include <openssl/crypto.h>
@@ -327,3 +328,18 @@ int sc_memcmp(const void *a, const void *b, size_t length) {
 }
 
 void sc_memzero(void *p, size_t length) { sodium_memzero(p, length); }
+
+/* ---- replay-guard tables ---------------------------------------------------------------- */
+
+void *sc_pages_zeroed(size_t length) {
+    void *pages = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(pages, length, MADV_HUGEPAGE); /* a hint: without it the table still works */
+#endif
+    return pages;
+}
+
+void sc_pages_free(void *pages, size_t length) {
+    if (pages != NULL) (void)munmap(pages, length);
+}

@@ -1,3 +1,4 @@
+import CSignShim
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -48,14 +49,47 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     }
 
     public func record(nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
+        try record(hashed(nonce), expires: expires, now: now)
+    }
+
+    /// A nonce with its keyed hash, for a verifier that looks the nonce up early.
+    struct HashedNonce {
+        let nonce: Nonce
+        let hash: UInt64
+        let shard: Int
+    }
+
+    /// Hashes `nonce` and starts loading its table slot, so that the cache miss of a large
+    /// table overlaps the signature check that comes before `record`. The slot address is read
+    /// without the lock: it may be stale after a rebuild, which costs a wasted prefetch, never
+    /// a wrong answer (prefetching never faults and `record` probes under the lock).
+    func hashed(_ nonce: Nonce) -> HashedNonce {
         var hasher = Hasher()  // SipHash with a per-process random seed
         hasher.combine(nonce.words.0)
         hasher.combine(nonce.words.1)
         let hash = UInt64(UInt(bitPattern: hasher.finalize()))
-        let limit = shardCapacity
-        try shards[Int((hash >> 40) % UInt64(shardCount))].mutex.withLock { (table) throws(SignCoreError) in
-            try table.record(nonce: nonce, hash: hash, expires: expires, now: now, limit: limit)
+        let shard = Int((hash >> 40) % UInt64(shardCount))
+        let slots = shards[shard].slots.load(ordering: .relaxed), mask = shards[shard].mask.load(ordering: .relaxed)
+        if slots != 0 {
+            let slot = NonceTable.Entry.home(hash: hash, mask: mask)
+            sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
         }
+        return HashedNonce(nonce: nonce, hash: hash, shard: shard)
+    }
+
+    func record(_ nonce: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
+        let limit = shardCapacity
+        let shard = shards + nonce.shard
+        let result = shard.pointee.mutex.withLock { table -> Result<(UInt, Int), SignCoreError> in
+            do throws(SignCoreError) {
+                try table.record(nonce: nonce.nonce, hash: nonce.hash, expires: expires, now: now, limit: limit)
+            } catch {
+                return .failure(error)
+            }
+            return .success((table.address, table.mask))
+        }
+        let (slots, mask) = try result.get()
+        shard.pointee.publish(slots: slots, mask: mask)
     }
 
     /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
@@ -66,6 +100,19 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex = Mutex(NonceTable())
+        /// The table's address and slot mask as of the last record, for `hashed` to prefetch
+        /// from without taking the lock.
+        let slots = Atomic<UInt>(0)
+        let mask = Atomic<Int>(0)
+
+        /// Refreshes the hint after a record (outside the lock: two threads may race here, and
+        /// the loser's stale value lasts until the next record; it is only a hint).
+        func publish(slots address: UInt, mask slotMask: Int) {
+            if slots.load(ordering: .relaxed) != address {
+                slots.store(address, ordering: .relaxed)
+                mask.store(slotMask, ordering: .relaxed)
+            }
+        }
     }
 }
 
@@ -85,7 +132,8 @@ struct NonceTable: ~Copyable {
         var expires: Int64
         var isEmpty: Bool { hash == 0 }
         /// The first slot to probe (the hash bits above the one that is always set).
-        func home(_ mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 1) & mask }
+        func home(_ mask: Int) -> Int { Self.home(hash: hash, mask: mask) }
+        static func home(hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 1) & mask }
     }
 
     private var slots: UnsafeMutableBufferPointer<Entry>
@@ -97,7 +145,10 @@ struct NonceTable: ~Copyable {
 
     init() { slots = Self.allocate(16) }
 
-    deinit { free(slots.baseAddress) }
+    deinit { Self.release(slots) }
+
+    var address: UInt { UInt(bitPattern: slots.baseAddress) }
+    var mask: Int { slots.count - 1 }
 
     mutating func record(nonce: Nonce, hash: UInt64, expires: Int64, now: Int64, limit: Int) throws(SignCoreError) {
         let entry = Entry(nonce: nonce.words, hash: hash | 1, expires: expires)
@@ -143,15 +194,24 @@ struct NonceTable: ~Copyable {
             slots[index] = entry
             used += 1
         }
-        free(old.baseAddress)
+        Self.release(old)
     }
+
+    /// Tables from this size on come from the kernel in huge pages (`sc_pages_zeroed`).
+    private static let pageTableBytes = 2 << 20
 
     /// A zeroed table: every slot empty.
     private static func allocate(_ count: Int) -> UnsafeMutableBufferPointer<Entry> {
-        guard let memory = calloc(count, MemoryLayout<Entry>.stride) else {
+        let bytes = count * MemoryLayout<Entry>.stride
+        guard let memory = bytes >= pageTableBytes ? sc_pages_zeroed(bytes) : calloc(count, MemoryLayout<Entry>.stride) else {
             fatalError("the replay guard could not allocate \(count) slots")
         }
         return UnsafeMutableBufferPointer(start: memory.bindMemory(to: Entry.self, capacity: count), count: count)
+    }
+
+    private static func release(_ table: UnsafeMutableBufferPointer<Entry>) {
+        let bytes = table.count * MemoryLayout<Entry>.stride
+        if bytes >= pageTableBytes { sc_pages_free(table.baseAddress, bytes) } else { free(table.baseAddress) }
     }
 
     private static func powerOfTwo(atLeast n: Int) -> Int {

@@ -67,20 +67,26 @@ public struct Verifier: Sendable {
     /// Every check including the replay guard: a token is accepted once.
     public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
         let now = clock()
-        let verified = try check(request, now: now)
-        if let inMemoryGuard {
-            try inMemoryGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
-        } else {
+        guard let inMemoryGuard else {
+            let verified = try check(request, now: now)
             try await replayGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
+            return verified
         }
+        // The nonce's table slot starts loading as soon as the token is parsed.
+        var nonce: InMemoryReplayGuard.HashedNonce?
+        let verified = try check(request, now: now) { nonce = inMemoryGuard.hashed($0) }
+        try inMemoryGuard.record(nonce ?? inMemoryGuard.hashed(verified.nonce), expires: verified.expires, now: now)
         return verified
     }
 
     /// Every check except the replay guard (SPEC §5 steps 1–8). On its own this accepts the
     /// same token again until it expires; use `verify` unless replays are handled elsewhere.
     public func check(_ request: ReceivedRequest, now: Int64? = nil) throws(SignCoreError) -> VerifiedRequest {
-        let now = now ?? clock()
+        try check(request, now: now ?? clock()) { _ in }
+    }
 
+    /// The checks, telling `parsed` the token's nonce as soon as it is known.
+    private func check(_ request: ReceivedRequest, now: Int64, parsed: (Nonce) -> Void) throws(SignCoreError) -> VerifiedRequest {
         // 1. The token: present, bounded, well-formed (parsed in place, nothing allocated).
         guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
         // Only plain data leaves the byte-level closures (the key unretained: `keys` holds it),
@@ -89,6 +95,7 @@ public struct Verifier: Sendable {
         var account = ""
         let (token, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
             let token = try TokenFields(parsing: tokenText)
+            parsed(token.nonce)
 
             // 2. The request: a signable method and a valid URL.
             let method = try HTTPMethod(token: request.method)

@@ -95,6 +95,17 @@ void sc_nonce_bytes(void *out16);
 int sc_memcmp(const void *a, const void *b, size_t length) SC_MUST_CHECK;
 void sc_memzero(void *p, size_t length);
 
+/* ---- replay-guard tables ---------------------------------------------------------------- */
+
+/* Zeroed memory straight from the kernel (mmap), asking for transparent huge pages: a large
+   nonce table is probed at random, and 2 MiB pages make those probes miss the TLB far less.
+   NULL when the kernel refuses. Release with sc_pages_free and the same length. */
+void *sc_pages_zeroed(size_t length);
+void sc_pages_free(void *pages, size_t length);
+
+/* Starts loading the cache line at p for writing. Never faults, whatever p is: a hint only. */
+static inline void sc_prefetch_for_write(const void *p) { __builtin_prefetch(p, 1, 3); }
+
 /* ---- base64url (public header fields) ------------------------------------------------- */
 
 /* The value of a base64url character, 255 for any other byte: one table load, no branch to
