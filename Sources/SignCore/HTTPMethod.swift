@@ -5,7 +5,7 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
 
     /// What the whash of a request with this method is computed over.
     public enum ContentClass: Sendable {
-        /// The canonical URL: the request has no meaningful body.
+        /// The method and the canonical URL: the request has no meaningful body.
         case url
         /// The body bytes exactly as sent.
         case body
@@ -18,7 +18,7 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
         }
     }
 
-    /// The method as signed in the target digest, without building a String.
+    /// The method as hashed into the whash and the target digest, without building a String.
     var token: StaticString {
         switch self {
         case .get: "GET"

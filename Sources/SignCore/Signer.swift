@@ -68,10 +68,7 @@ public struct Signer: Sendable {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
         let digests = try withUTF8(of: url) { (raw) throws(SignCoreError) in
-            try CanonicalURL.withCanonical(raw) { canonical in
-                (whash: WHash.of(method: method, canonicalURL: canonical, body: body),
-                 target: SigningInput.targetDigest(method: method, canonicalURL: canonical))
-            }
+            try CanonicalURL.withCanonical(raw) { SigningInput.digests(method: method, canonicalURL: $0, body: body) }
         }
         return SignedHeaders(whash: digests.whash.description,
                              wtoken: try token(whash: digests.whash, target: digests.target, created: created, nonce: nonce))

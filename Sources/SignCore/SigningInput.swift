@@ -2,33 +2,49 @@
 /// length-prefixed and every other field has a fixed size, so two different requests or
 /// tokens can never produce the same signing input.
 ///
-///     "SignCore/1 wtoken\n"
+///     "SignCore/2 wtoken\n"
 ///     u8 len(alg)  || alg            ("HS256", "EdDSA", "ES256")
 ///     u8 len(kid)  || kid
-///     target digest (32)             SHA-256("SignCore/1 target\n" || method || " " || canonical URL)
+///     target digest (32)             the whash for GET, HEAD, OPTIONS, DELETE; else
+///                                    SHA-256("SignCore/2 target\n" || method || " " || canonical URL)
 ///     whash (32)
 ///     created  (u64, big-endian)
 ///     lifetime (u32, big-endian)
 ///     nonce (16)
 ///     u16 len(account) || account    (UTF-8, big-endian length)
 public enum SigningInput {
-    static let prefix: StaticString = "SignCore/1 wtoken\n"
-    static let targetPrefix: StaticString = "SignCore/1 target\n"
+    static let prefix: StaticString = "SignCore/2 wtoken\n"
+    static let targetPrefix: StaticString = "SignCore/2 target\n"
     /// The longest signing input: a 64-byte key id and a 256-byte account.
     static let maxByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength + 32 + 32 + 8 + 4 + 16 + 2 + WToken.maxAccountBytes
 
     /// The longest prefix (fixed text, algorithm, key id) that is the same for every input under one key.
     static let maxPrefixByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength
 
-    /// SHA-256 over the method and the canonical URL (SPEC §4.2.1).
+    /// The digest that binds the method and the canonical URL (SPEC §4.2): for a URL-class
+    /// method the whash, which already hashes both.
     public static func targetDigest(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
-        // "SignCore/1 target\n" || method || " " fits in 32 bytes (the longest method has 7).
+        method.contentClass == .url
+            ? WHash.ofCanonicalURL(canonicalURL, method: method)
+            : digest(prefix: targetPrefix, method: method, canonicalURL: canonicalURL)
+    }
+
+    /// The whash and the target digest of a request, hashing its canonical URL once.
+    static func digests(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer,
+                        body: RequestBody) -> (whash: SHA256Digest, target: SHA256Digest) {
+        let whash = WHash.of(method: method, canonicalURL: canonicalURL, body: body)
+        return (whash, method.contentClass == .url ? whash : digest(prefix: targetPrefix, method: method, canonicalURL: canonicalURL))
+    }
+
+    /// SHA-256(prefix || method || " " || canonical URL).
+    static func digest(prefix: StaticString, method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
+        // The longest prefix (22 bytes), method (7) and space fit in 32 bytes.
         withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { scratch in
-            var prefix = ByteWriter(scratch)
-            prefix.append(targetPrefix)
-            prefix.append(method.token)
-            prefix.append(UInt8(ascii: " "))
-            return SHA256Hasher.hash(prefix: prefix.written, canonicalURL)
+            var head = ByteWriter(scratch)
+            head.append(prefix)
+            head.append(method.token)
+            head.append(UInt8(ascii: " "))
+            return SHA256Hasher.hash(prefix: head.written, canonicalURL)
         }
     }
 

@@ -139,7 +139,8 @@ public struct Verifier: Sendable {
         guard now < expires else { throw SignCoreError(.expired, "the token has expired") }
 
         // 6. whash recomputed from what was received, compared with the header in constant time.
-        let whash = WHash.of(method: method, canonicalURL: canonical, body: request.body)
+        // (For a URL-class method the whash is also the target digest of step 7.)
+        let (whash, target) = SigningInput.digests(method: method, canonicalURL: canonical, body: request.body)
         if let sent = request.whash {
             guard let sentDigest = SHA256Digest(base64url: sent) else {
                 throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
@@ -152,7 +153,6 @@ public struct Verifier: Sendable {
         }
 
         // 7. Target: the token was signed for this method and canonical URL.
-        let target = SigningInput.targetDigest(method: method, canonicalURL: canonical)
         let hintMatches = target.withUnsafeBytes { digest in
             withUnsafeBytes(of: token.targetHint) { hint in constantTimePrefixEqual(digest, hint, WToken.targetHintBytes) }
         }

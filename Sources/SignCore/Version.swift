@@ -2,7 +2,7 @@ import CSignShim
 
 /// The specification this build implements (docs/SPEC.md).
 public enum SignCoreVersion {
-    public static let spec = "SignCore/1"
+    public static let spec = "SignCore/2"
 }
 
 /// One-time library start (libsodium's `sodium_init`, the nonce generator's fork handler),

@@ -1,18 +1,21 @@
 /// whash: the digest that binds a request's content (SPEC §3).
 ///
-/// GET, HEAD, OPTIONS and DELETE hash the canonical URL; POST, PUT and PATCH hash the body
-/// bytes exactly as sent (an empty body is allowed). A fixed prefix per content class is hashed
-/// first, so a body can never produce the whash of a URL or the other way round:
+/// GET, HEAD, OPTIONS and DELETE hash the method and the canonical URL; POST, PUT and PATCH
+/// hash the body bytes exactly as sent (an empty body is allowed). A fixed prefix per content
+/// class is hashed first, so a body can never produce the whash of a URL or the other way round:
 ///
-///     whash = SHA-256("SignCore/1 whash url\n"  || canonical URL)
-///     whash = SHA-256("SignCore/1 whash body\n" || body)
+///     whash = SHA-256("SignCore/2 whash url\n"  || method || " " || canonical URL)
+///     whash = SHA-256("SignCore/2 whash body\n" || body)
+///
+/// A URL-class whash covers everything the target digest would, so it is the target digest
+/// too (SPEC §4.2): the canonical URL is hashed once per sign and per verify.
 public enum WHash {
-    static let urlPrefix: StaticString = "SignCore/1 whash url\n"
-    static let bodyPrefix: StaticString = "SignCore/1 whash body\n"
+    static let urlPrefix: StaticString = "SignCore/2 whash url\n"
+    static let bodyPrefix: StaticString = "SignCore/2 whash body\n"
 
-    /// The whash of a URL-class request, from its canonical URL bytes.
-    public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
-        SHA256Hasher.hash(prefix: urlPrefix.bytes, canonicalURL)
+    /// The whash of a URL-class request, from its method and canonical URL bytes.
+    public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer, method: HTTPMethod) -> SHA256Digest {
+        SigningInput.digest(prefix: urlPrefix, method: method, canonicalURL: canonicalURL)
     }
 
     /// The whash of a body-class request with the whole body in memory.
@@ -28,13 +31,13 @@ public enum WHash {
     /// URL-class method is ignored, as a server ignores it.
     public static func compute(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
         if method.contentClass == .body { return ofBody(body) }
-        return try withUTF8(of: url) { (raw) throws(SignCoreError) in try CanonicalURL.withCanonical(raw) { ofCanonicalURL($0) } }
+        return try withUTF8(of: url) { (raw) throws(SignCoreError) in try CanonicalURL.withCanonical(raw) { ofCanonicalURL($0, method: method) } }
     }
 
     /// The whash of a request whose canonical URL is already computed.
     static func of(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer, body: RequestBody) -> SHA256Digest {
         switch (method.contentClass, body) {
-        case (.url, _): ofCanonicalURL(canonicalURL)
+        case (.url, _): ofCanonicalURL(canonicalURL, method: method)
         case let (.body, .bytes(bytes)): ofBody(bytes)
         case let (.body, .whash(digest)): digest
         }

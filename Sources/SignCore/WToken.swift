@@ -1,11 +1,11 @@
 /// The wtoken header value (SPEC §4.1): ASCII, header-safe, eight dot-separated fields.
 ///
-///     v1.<kid>.<created>.<lifetime>.<nonce>.<target>.<account>.<signature>
+///     v2.<kid>.<created>.<lifetime>.<nonce>.<target>.<account>.<signature>
 ///
 /// The token carries only what a verifier cannot take from the request itself; the method,
 /// canonical URL and whash are bound through the signature over the signing input (§4.2).
 public struct WToken: Sendable, Equatable {
-    public static let version = "v1"
+    public static let version = "v2"
     /// Longest token accepted, in bytes; longer header values are refused before parsing.
     public static let maxLength = 1024
     /// Longest account, in UTF-8 bytes.
@@ -80,7 +80,7 @@ public struct WToken: Sendable, Equatable {
             + Base64URL.encodedLength(account.count) + 1 + Base64URL.encodedLength(signature.count)
         return String(unsafeUninitializedCapacity: length) { buffer in
             var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
-            out.append("v1.")
+            out.append("v2.")
             out.append(keyID)
             out.append(UInt8(ascii: "."))
             out.appendDecimal(created)
@@ -127,11 +127,11 @@ struct TokenFields {
         guard text.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
         let fields = FieldBounds(text)
         let field = { (n: Int) in fields[n] }
-        guard text[field(0)].elementsEqual("v1".utf8) else {
+        guard text[field(0)].elementsEqual("v2".utf8) else {
             if fields.count > 1, text.first == UInt8(ascii: "v") {
-                throw SignCoreError(.unsupportedVersion, "the wtoken version is not v1")
+                throw SignCoreError(.unsupportedVersion, "the wtoken version is not v2")
             }
-            throw Self.malformed("the wtoken does not start with v1.")
+            throw Self.malformed("the wtoken does not start with v2.")
         }
         guard fields.count == 8 else { throw Self.malformed("the wtoken must have 8 fields") }
 

@@ -185,12 +185,12 @@ import Testing
 
     @Test func tokenParserNeverCrashes() {
         var rng = SystemRandomNumberGenerator()
-        let alphabet = Array("v1.0123456789AZaz-_=+/ \u{0}é".utf8) + [0xFF]
+        let alphabet = Array("v2.0123456789AZaz-_=+/ \u{0}é".utf8) + [0xFF]
         for _ in 0..<20_000 {
             let bytes = (0..<Int.random(in: 0..<120, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
             _ = try? WToken(parsing: String(decoding: bytes, as: UTF8.self))
         }
-        let huge = String(repeating: "v1.", count: 100_000)
+        let huge = String(repeating: "v2.", count: 100_000)
         let error = #expect(throws: SignCoreError.self) { _ = try WToken(parsing: huge) }
         #expect(error?.code == .headerTooLarge)
     }
@@ -223,7 +223,7 @@ import Testing
     @Test func outOfRangeFieldsAreRefusedNotTrapped() throws {
         var token = WToken(keyID: String(repeating: "k", count: 300), created: -5, lifetime: Int64.min, nonce: .random(),
                            targetHint: [], account: String(repeating: "a", count: 400), signature: [])
-        #expect(token.encoded.hasPrefix("v1.\(token.keyID).-5.-9223372036854775808."))
+        #expect(token.encoded.hasPrefix("v2.\(token.keyID).-5.-9223372036854775808."))
         #expect(throws: SignCoreError.self) { _ = try WToken(parsing: token.encoded) }
         token.created = Int64.max
         #expect(token.encoded.contains(".9223372036854775807."))

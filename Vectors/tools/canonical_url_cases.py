@@ -147,7 +147,7 @@ for comment, a, b, res in pairs:
     pair_cases.append({"tcId": n, "comment": comment, "a": a, "b": b, "result": res})
 
 doc = {
-    "spec": "SignCore/1",
+    "spec": "SignCore/2",
     "algorithm": "canonical-url",
     "header": "docs/SPEC.md §2. tests: input (UTF-8 text, or inputHex for raw bytes) -> expected canonical URL, or error code. pairs: whether two spellings canonicalise to the same bytes.",
     "numberOfTests": len(cases) + len(pair_cases),

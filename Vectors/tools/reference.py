@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A second implementation of docs/SPEC.md (SignCore/1), written from the specification alone,
+"""A second implementation of docs/SPEC.md (SignCore/2), written from the specification alone,
 in Python with hashlib/hmac and the `cryptography` package. It generates the computed vector
 files (whash, wtoken, jwk) and checks every vector file, including the hand-written
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
@@ -190,9 +190,9 @@ URL_METHODS, BODY_METHODS = ("GET", "HEAD", "OPTIONS", "DELETE"), ("POST", "PUT"
 
 def whash(method: str, url: bytes, body: bytes) -> bytes:
     if method in URL_METHODS:
-        return hashlib.sha256(b"SignCore/1 whash url\n" + canonical_url(url)).digest()
+        return hashlib.sha256(b"SignCore/2 whash url\n" + method.encode() + b" " + canonical_url(url)).digest()
     if method in BODY_METHODS:
-        return hashlib.sha256(b"SignCore/1 whash body\n" + body).digest()
+        return hashlib.sha256(b"SignCore/2 whash body\n" + body).digest()
     raise SpecError("unsupportedMethod")
 
 
@@ -307,11 +307,13 @@ class Key:
 
 # §4 wtoken
 def target_digest(method: str, canonical: bytes) -> bytes:
-    return hashlib.sha256(b"SignCore/1 target\n" + method.encode() + b" " + canonical).digest()
+    if method in URL_METHODS:  # the whash already hashes the method and the canonical URL
+        return hashlib.sha256(b"SignCore/2 whash url\n" + method.encode() + b" " + canonical).digest()
+    return hashlib.sha256(b"SignCore/2 target\n" + method.encode() + b" " + canonical).digest()
 
 
 def signing_input(alg, kid, target, wh, created, lifetime, nonce, account: bytes) -> bytes:
-    return (b"SignCore/1 wtoken\n" + bytes([len(alg)]) + alg.encode() + bytes([len(kid)]) + kid.encode()
+    return (b"SignCore/2 wtoken\n" + bytes([len(alg)]) + alg.encode() + bytes([len(kid)]) + kid.encode()
             + target + wh + created.to_bytes(8, "big") + lifetime.to_bytes(4, "big") + nonce
             + len(account).to_bytes(2, "big") + account)
 
@@ -321,7 +323,7 @@ def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, ac
     wh = whash(method, url, body)
     target = target_digest(method, canonical)
     si = signing_input(key.alg, key.kid, target, wh, created, lifetime, nonce, account.encode())
-    token = ".".join(["v1", key.kid, str(created), str(lifetime), b64u(nonce), b64u(target[:6]), b64u(account.encode()), b64u(key.sign(si))])
+    token = ".".join(["v2", key.kid, str(created), str(lifetime), b64u(nonce), b64u(target[:6]), b64u(account.encode()), b64u(key.sign(si))])
     return dict(canonicalURL=canonical.decode(), whash=b64u(wh), targetDigest=target.hex(), signingInput=si.hex(), wtoken=token)
 
 
@@ -329,7 +331,7 @@ def parse_token(text: str):
     if len(text.encode()) > 1024:
         raise SpecError("headerTooLarge")
     f = text.split(".")
-    if f[0] != "v1":
+    if f[0] != "v2":
         raise SpecError("unsupportedVersion" if f[0].startswith("v") and len(f) > 1 else "malformedToken")
     if len(f) != 8:
         raise SpecError("malformedToken")
@@ -455,11 +457,11 @@ def generate_whash():
             case.update(result="invalid", error=e.code)
         cases.append(case)
 
-    add("§3.2 GET hashes the canonical URL", "GET", TYPICAL)
+    add("§3.2 GET hashes the method and the canonical URL", "GET", TYPICAL)
     add("§3.2 GET of another spelling of the same resource has the same whash", "GET", "HTTPS://API.example.com:443/v1/orders?sort=desc&q=caf%c3%a9&id=42#x")
-    add("§3.2 HEAD is of the URL class", "HEAD", TYPICAL)
+    add("§3.2 HEAD is of the URL class; its whash differs from GET's (the method is hashed)", "HEAD", TYPICAL)
     add("§3.2 OPTIONS is of the URL class", "OPTIONS", "https://api.example.com/")
-    add("§3.2 DELETE hashes the canonical URL", "DELETE", "https://api.example.com/v1/orders/42")
+    add("§3.2 DELETE hashes the method and the canonical URL", "DELETE", "https://api.example.com/v1/orders/42")
     add("§3.2 a body sent with DELETE is ignored", "DELETE", "https://api.example.com/v1/orders/42", {"utf8": "ignored"})
     add("§3.2 POST hashes the body bytes", "POST", "https://api.example.com/v1/orders", {"utf8": "hello world"})
     add("§3.2 POST of a JSON body, bytes exactly as sent", "POST", "https://api.example.com/v1/orders", {"utf8": "{\"id\":42, \"note\":\"café\"}\n"})
@@ -478,7 +480,7 @@ def generate_whash():
     add("§3.1 CONNECT is not signable", "CONNECT", TYPICAL)
     add("§2 a GET needs a valid URL", "GET", "not a url")
     add("§2 a GET URL with an invalid escape", "GET", "https://api.example.com/%G1")
-    return {"spec": "SignCore/1", "algorithm": "whash", "header": "docs/SPEC.md §3; bodies per §8", "numberOfTests": len(cases), "tests": cases}
+    return {"spec": "SignCore/2", "algorithm": "whash", "header": "docs/SPEC.md §3; bodies per §8", "numberOfTests": len(cases), "tests": cases}
 
 
 def keyset(names):
@@ -570,6 +572,9 @@ def generate_wtoken():
     add_verify("§5 step 6: changed query on a GET (the whash covers the URL)", req("hget", url="https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9"))
     add_verify("§5 step 7: changed query with a recomputed whash header", req("hget", url="https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9",
                whash=b64u(whash("GET", b"https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9", b""))))
+    add_verify("§5 step 6: other method of the URL class (the whash covers the method)", req("hdel", method="GET"))
+    add_verify("§5 step 7: other method of the URL class with a recomputed whash header", req("hdel", method="GET",
+               whash=b64u(whash("GET", b"https://api.example.com/v1/orders/42", b""))))
     add_verify("§5 step 7: other host", req("hpost", url="https://evil.example.com/v1/orders"))
     add_verify("§5 step 7: other scheme", req("hpost", url="http://api.example.com/v1/orders"))
     add_verify("§5 step 7: other port", req("hpost", url="https://api.example.com:8443/v1/orders"))
@@ -585,8 +590,9 @@ def generate_wtoken():
     add_verify("§5 step 4: lifetime beyond the verifier maximum", req("hdel"), max_lifetime=120)
     add_verify("§5 step 4: lifetime 86400 beyond the default maximum", req("edel"))
     add_verify("§4.1 truncated token", req("hget", wtoken=tokens["hget"]["wtoken"][:-10]))
-    add_verify("§4.1 unsupported version", req("hget", wtoken="v2" + tokens["hget"]["wtoken"][2:]))
-    add_verify("§4.1 too few fields", req("hget", wtoken="v1.hmac-2026.1790000000"))
+    add_verify("§4.1 unsupported version (a SignCore/1 token)", req("hget", wtoken="v1" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 unsupported version", req("hget", wtoken="v3" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 too few fields", req("hget", wtoken="v2.hmac-2026.1790000000"))
     add_verify("§4.1 leading zero in created", req("hget", wtoken=tok("hget", 2, "0" + str(CREATED))))
     add_verify("§4.1 lifetime 0", req("hget", wtoken=tok("hget", 3, "0")))
     add_verify("§4.1 lifetime above 86400", req("hget", wtoken=tok("hget", 3, "86401")))
@@ -625,7 +631,7 @@ def generate_wtoken():
     add_verify("§2 the received URL is invalid", req("hget", url="https://api.example.com/v1/orders?id=%4"))
     add_verify("§5 step 8: account replaced by a non-ASCII one", req("hget",
                wtoken=tok("hget", 6, b64u("用户".encode()))))
-    return {"spec": "SignCore/1", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6. keys: JWKs by name. sign: deterministic cases. verify: requests against a verifier made of verifierKeys, a replay guard already holding seenNonces (hex), clock now",
+    return {"spec": "SignCore/2", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6. keys: JWKs by name. sign: deterministic cases. verify: requests against a verifier made of verifierKeys, a replay guard already holding seenNonces (hex), clock now",
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
 
@@ -701,7 +707,7 @@ def generate_jwk():
     add_set("§6.1 two keys with the same id are refused", dumps({"keys": [KEYS["hmac"], KEYS["hmacOther"]]}))
     add_set("§6.1 one invalid key refuses the whole set", dumps({"keys": [KEYS["hmac"], {"kty": "oct", "k": "AA"}]}))
     add_set("§6.1 keys must be an array", dumps({"keys": KEYS["hmac"]}))
-    return {"spec": "SignCore/1", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error",
+    return {"spec": "SignCore/2", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error",
             "numberOfTests": len(cases) + len(sets), "tests": cases, "sets": sets}
 
 
