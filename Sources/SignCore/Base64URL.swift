@@ -47,6 +47,22 @@ public enum Base64URL {
         let n = bytes.count
         out.appendRun(maxCount: encodedLength(n)) { output in
             var i = 0, o = 0
+            if let input = bytes.baseAddress {
+                @inline(__always) func character(_ bits: UInt64, _ shift: UInt64) -> UInt64 {
+                    UInt64(table[Int(truncatingIfNeeded: bits >> shift) & 63])
+                }
+                // Six bytes to eight characters with one 8-byte load and one 8-byte store
+                // (while eight bytes remain readable); the loop below finishes.
+                while i + 8 <= n {
+                    let v = UInt64(bigEndian: input.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                    let characters = character(v, 58) | character(v, 52) << 8 | character(v, 46) << 16
+                        | character(v, 40) << 24 | character(v, 34) << 32 | character(v, 28) << 40
+                        | character(v, 22) << 48 | character(v, 16) << 56
+                    output.base.storeBytes(of: characters.littleEndian, toByteOffset: o, as: UInt64.self)
+                    i += 6
+                    o += 8
+                }
+            }
             while i + 3 <= n {
                 let v = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
                 output[o] = table[v >> 18]

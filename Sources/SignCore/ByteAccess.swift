@@ -124,26 +124,29 @@ struct ByteWriter {
         count += written
     }
 
-    /// Appends `value` big-endian in `byteCount` bytes.
-    mutating func appendBigEndian(_ value: UInt64, byteCount: Int) {
-        for shift in stride(from: (byteCount - 1) * 8, through: 0, by: -8) {
-            append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-        }
+    /// Appends a fixed-size value's bytes with plain stores (a digest's or nonce's words): no
+    /// call to memcpy for a few bytes.
+    mutating func appendValue<T: BitwiseCopyable>(_ value: T) {
+        precondition(MemoryLayout<T>.size <= capacity - count, "ByteWriter capacity")
+        base.storeBytes(of: value, toByteOffset: count, as: T.self)
+        count += MemoryLayout<T>.size
     }
 
-    /// Appends a number in decimal ("-" first when negative).
+    /// Appends a number in decimal ("-" first when negative), written in place.
     mutating func appendDecimal(_ value: Int64) {
         if value < 0 { append(UInt8(ascii: "-")) }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 digits hold any Int64
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var rest = value.magnitude, start = 24
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(truncatingIfNeeded: rest % 10) + 0x30
-                rest /= 10
-            } while rest > 0
-            append(UnsafeRawBufferPointer(rebasing: buffer[start...]))
+        var digits = 1, scale: UInt64 = 10
+        while digits < 20, value.magnitude >= scale {  // UInt64.max has 20 digits
+            digits += 1
+            scale = scale &* 10
         }
+        precondition(digits <= capacity - count, "ByteWriter capacity")
+        var rest = value.magnitude
+        for index in stride(from: count + digits - 1, through: count, by: -1) {
+            base.storeBytes(of: UInt8(truncatingIfNeeded: rest % 10) + 0x30, toByteOffset: index, as: UInt8.self)
+            rest /= 10
+        }
+        count += digits
     }
 
     /// Drops everything written from `index` on.

@@ -74,12 +74,12 @@ public enum SigningInput {
     /// Everything after the key's prefix.
     static func writeRest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
                           accountByteCount: Int, into out: inout ByteWriter, appendAccount: (inout ByteWriter) -> Void) {
-        target.withUnsafeBytes { out.append($0) }
-        whash.withUnsafeBytes { out.append($0) }
-        out.appendBigEndian(UInt64(created), byteCount: 8)
-        out.appendBigEndian(UInt64(lifetime), byteCount: 4)
-        withUnsafeBytes(of: nonce.words) { out.append($0) }
-        out.appendBigEndian(UInt64(accountByteCount), byteCount: 2)
+        out.appendValue(target.words)
+        out.appendValue(whash.words)
+        out.appendValue(UInt64(created).bigEndian)
+        out.appendValue(UInt32(truncatingIfNeeded: lifetime).bigEndian)
+        out.appendValue(nonce.words)
+        out.appendValue(UInt16(truncatingIfNeeded: accountByteCount).bigEndian)
         let accountStart = out.count
         appendAccount(&out)
         precondition(out.count - accountStart == accountByteCount, "account length")

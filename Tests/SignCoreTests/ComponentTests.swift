@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import SignCore
 
@@ -153,6 +154,10 @@ import Testing
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
             let text = Base64URL.encode(bytes)
             #expect(text.utf8.count == Base64URL.encodedLength(length))
+            // An independent encoder: Foundation's base64, made URL-safe and unpadded.
+            let foundation = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(text == foundation)
             #expect(Base64URL.decode(text) == bytes)
         }
         for bad in ["A", "AB=", "AB+/", "AB==", "AAB", "A A"] {
