@@ -51,13 +51,15 @@ func constantTimePrefixEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPo
 }
 
 /// A string's UTF-8 bytes in place, with `SignCoreError` as the thrown type. Native strings
-/// are already contiguous UTF-8, so nothing is copied.
+/// are already contiguous UTF-8, so they are read where they are: no copy, and no reference
+/// count taken (the mutating `String.withUTF8` would need a copy of a borrowed string).
 func withUTF8<R>(of string: String, _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
-    var string = string
-    let result: Result<R, SignCoreError> = string.withUTF8 { utf8 in
+    func run(_ utf8: UnsafeBufferPointer<UInt8>) -> Result<R, SignCoreError> {
         do throws(SignCoreError) { return .success(try body(UnsafeRawBufferPointer(utf8))) } catch { return .failure(error) }
     }
-    return try result.get()
+    if let result = string.utf8.withContiguousStorageIfAvailable(run) { return try result.get() }
+    var copy = string  // bridged or otherwise not contiguous: made contiguous first
+    return try copy.withUTF8(run).get()
 }
 
 /// Scratch memory for one call: on the stack up to 1 KiB (every typical request), else one

@@ -17,16 +17,14 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
 
     /// Exactly 43 characters of canonical base64url (a `whash` header), or nil.
     public init?(base64url text: String) {
-        var text = text
-        guard let words = text.withUTF8({ utf8 -> (UInt64, UInt64, UInt64, UInt64)? in
-            guard utf8.count == Base64URL.encodedLength(Self.byteCount) else { return nil }
-            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            let valid = Swift.withUnsafeMutableBytes(of: &words) { out in
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let valid = try? withUTF8(of: text) { utf8 in
+            utf8.count == Base64URL.encodedLength(Self.byteCount) && Swift.withUnsafeMutableBytes(of: &words) { out in
                 var writer = ByteWriter(out)
-                return Base64URL.decode(UnsafeRawBufferPointer(utf8), into: &writer)
+                return Base64URL.decode(utf8, into: &writer)
             }
-            return valid ? words : nil
-        }) else { return nil }
+        }
+        guard valid == true else { return nil }
         self.words = words
     }
 
