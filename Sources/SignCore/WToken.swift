@@ -127,7 +127,7 @@ struct TokenFields {
         guard text.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
         let fields = FieldBounds(text)
         let field = { (n: Int) in fields[n] }
-        guard text[field(0)].elementsEqual("v2".utf8) else {
+        guard field(0).count == 2, text[0] == UInt8(ascii: "v"), text[1] == UInt8(ascii: "2") else {
             if fields.count > 1, text.first == UInt8(ascii: "v") {
                 throw SignCoreError(.unsupportedVersion, "the wtoken version is not v2")
             }
@@ -158,7 +158,7 @@ struct TokenFields {
             throw Self.malformed("the target field is not 6 bytes of base64url")
         }
         let account = field(6)
-        let accountValid = Base64URL.decodedLength(account.count).map { $0 <= WToken.maxAccountBytes } == true
+        let accountValid = account.isEmpty || Base64URL.decodedLength(account.count).map { $0 <= WToken.maxAccountBytes } == true
             && withUnsafeTemporaryAllocation(byteCount: WToken.maxAccountBytes, alignment: 1) { scratch in
                 var out = ByteWriter(scratch)
                 return Base64URL.decode(UnsafeRawBufferPointer(rebasing: text[account]), into: &out)
