@@ -40,6 +40,21 @@ func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Boo
 /// Unsigned byte order of `count` bytes at `a` and `b` (memcmp: public data only).
 func byteOrder(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) -> Int32 { memcmp(a, b, count) }
 
+/// Copies a short run with plain 8-byte and 1-byte moves, cheaper than a call to memcpy for
+/// the few bytes of a query pair. Reads and writes only the `count` bytes.
+@inline(__always)
+func copyShort(to destination: UnsafeMutableRawPointer, from source: UnsafeRawPointer, count: Int) {
+    var at = 0
+    while at + 8 <= count {
+        destination.storeBytes(of: source.loadUnaligned(fromByteOffset: at, as: UInt64.self), toByteOffset: at, as: UInt64.self)
+        at += 8
+    }
+    while at < count {
+        destination.storeBytes(of: source.load(fromByteOffset: at, as: UInt8.self), toByteOffset: at, as: UInt8.self)
+        at += 1
+    }
+}
+
 extension StaticString {
     /// The literal's UTF-8 bytes, without building a String.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: utf8Start, count: utf8CodeUnitCount) }

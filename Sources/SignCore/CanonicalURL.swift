@@ -242,7 +242,7 @@ public enum CanonicalURL {
                 at += 1
             }
             let length = Int(pair.end - pair.start)
-            (text + at).copyMemory(from: unsorted + (Int(pair.start) - offset), byteCount: length)
+            copyShort(to: text + at, from: unsorted + (Int(pair.start) - offset), count: length)
             at += length
         }
     }
@@ -251,6 +251,10 @@ public enum CanonicalURL {
     @inline(__always)
     private static func keyLess(_ a: QueryPair, _ b: QueryPair, _ base: UnsafeRawPointer) -> Bool {
         let lengthA = Int(a.keyEnd &- a.start), lengthB = Int(b.keyEnd &- b.start)
+        if lengthA > 0, lengthB > 0 {  // most keys differ in their first byte: no call to memcmp
+            let first = base.load(fromByteOffset: Int(a.start), as: UInt8.self), other = base.load(fromByteOffset: Int(b.start), as: UInt8.self)
+            if first != other { return first < other }
+        }
         let order = byteOrder(base + Int(a.start), base + Int(b.start), min(lengthA, lengthB))
         return order < 0 || (order == 0 && lengthA < lengthB)
     }

@@ -21,12 +21,14 @@ enum CommonURL {
         let n = input.count
         @inline(__always) func byte(_ i: Int) -> UInt8 { p.load(fromByteOffset: i, as: UInt8.self) }
 
-        // Scheme, exactly as it is written canonically.
-        let https: StaticString = "https://", http: StaticString = "http://"
+        // Scheme, exactly as it is written canonically ("https://" or "http://" and a host byte,
+        // read as one little-endian word).
+        guard n > 8 else { return nil }
+        let head = UInt64(littleEndian: p.loadUnaligned(as: UInt64.self))
         var i: Int
-        if n > 8, bytesEqual(UnsafeRawBufferPointer(start: p, count: 8), https.bytes) {
+        if head == 0x2F2F_3A73_7074_7468 {  // "https://"
             i = 8
-        } else if n > 7, bytesEqual(UnsafeRawBufferPointer(start: p, count: 7), http.bytes) {
+        } else if head & 0x00FF_FFFF_FFFF_FFFF == 0x002F_2F3A_7074_7468 {  // "http://"
             i = 7
         } else {
             return nil
@@ -34,7 +36,11 @@ enum CommonURL {
 
         // Host: unreserved bytes (upper case is folded below); a port, userinfo or IPv6 literal is not common.
         let hostStart = i
-        while i < n, CanonicalURL.isUnreserved(byte(i)) { i &+= 1 }
+        var upperCase = false
+        while i < n, CanonicalURL.isUnreserved(byte(i)) {
+            upperCase = upperCase || byte(i) &- UInt8(ascii: "A") < 26
+            i &+= 1
+        }
         let hostEnd = i
         guard hostEnd > hostStart, hostEnd - hostStart <= 255 else { return nil }
 
@@ -60,12 +66,18 @@ enum CommonURL {
 
         // The output is the input, with '/' for an empty path (shifting what follows by one).
         let shift = hasPath ? 0 : 1
-        output.copyMemory(from: p, byteCount: hostEnd)
-        for k in hostStart..<hostEnd where byte(k) &- UInt8(ascii: "A") < 26 {
-            output.storeBytes(of: byte(k) | 0x20, toByteOffset: k, as: UInt8.self)
+        if hasPath {
+            output.copyMemory(from: p, byteCount: n)
+        } else {
+            output.copyMemory(from: p, byteCount: hostEnd)
+            output.storeBytes(of: UInt8(ascii: "/"), toByteOffset: hostEnd, as: UInt8.self)
+            (output + hostEnd + 1).copyMemory(from: p + hostEnd, byteCount: n - hostEnd)
         }
-        if !hasPath { output.storeBytes(of: UInt8(ascii: "/"), toByteOffset: hostEnd, as: UInt8.self) }
-        (output + hostEnd + shift).copyMemory(from: p + hostEnd, byteCount: n - hostEnd)
+        if upperCase {
+            for k in hostStart..<hostEnd where byte(k) &- UInt8(ascii: "A") < 26 {
+                output.storeBytes(of: byte(k) | 0x20, toByteOffset: k, as: UInt8.self)
+            }
+        }
         guard i < n else { return n + shift }
 
         // Query: '&'-separated pairs with exactly one '=' each, then put in key order.
