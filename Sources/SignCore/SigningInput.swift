@@ -33,7 +33,7 @@ public enum SigningInput {
     static func digests(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer,
                         body: RequestBody) -> (whash: SHA256Digest, target: SHA256Digest) {
         let whash = WHash.of(method: method, canonicalURL: canonicalURL, body: body)
-        return (whash, method.contentClass == .url ? whash : digest(prefix: targetPrefix, method: method, canonicalURL: canonicalURL))
+        return (whash, method.contentClass == .url ? whash : targetDigest(method: method, canonicalURL: canonicalURL))
     }
 
     /// SHA-256(prefix || method || " " || canonical URL).

@@ -53,6 +53,26 @@ import Testing
         try guardian.record(nonce: nonce, expires: 60, now: 30)
     }
 
+    /// Tables of 2 MiB and more come from mmap: growing into them, rebuilding between them and
+    /// shrinking back out of them keeps every unexpired nonce and drops the expired ones.
+    @Test func largeTablesKeepEveryNonce() throws {
+        let guardian = InMemoryReplayGuard(capacity: 100_000, shardCount: 1)
+        let nonces = (0..<40_000).map { _ in Nonce.random() }
+        for nonce in nonces { try guardian.record(nonce: nonce, expires: 100, now: 0) }
+        #expect(guardian.count == nonces.count)
+        var replays = 0
+        for nonce in nonces {
+            do throws(SignCoreError) { try guardian.record(nonce: nonce, expires: 100, now: 1) } catch {
+                if error.code == .replayed { replays += 1 }
+            }
+        }
+        #expect(replays == nonces.count)
+        // Once they have expired they make room: 110 000 nonces pass through a guard of 100 000.
+        for _ in 0..<70_000 { try guardian.record(nonce: .random(), expires: 300, now: 200) }
+        #expect(guardian.count == 70_000)
+        try guardian.record(nonce: nonces[0], expires: 300, now: 200)  // expired: usable again
+    }
+
     @Test func shardedGuardIsThreadSafe() async throws {
         let guardian = InMemoryReplayGuard(capacity: 100_000)
         let nonces = (0..<2000).map { _ in Nonce.random() }
@@ -208,6 +228,10 @@ import Testing
         let account = #expect(throws: SignCoreError.self) { _ = try Signer(key: key, account: String(repeating: "a", count: 257)) }
         #expect(account?.code == .invalidInput)
         _ = try Signer(key: key, account: String(repeating: "a", count: 256))
+        let rebound = #expect(throws: SignCoreError.self) { _ = try Signer(key: key).withAccount(String(repeating: "a", count: 257)) }
+        #expect(rebound?.code == .invalidInput)
+        #expect(try Signer(key: key, lifetime: 120).withAccount("user-7").account == "user-7")
+        #expect(try Signer(key: key, lifetime: 120).withAccount("user-7").lifetime == 120)
         let signer = try Signer(key: key)
         for created: Int64 in [-1, 100_000_000_000] {
             let error = #expect(throws: SignCoreError.self) { _ = try signer.sign(method: .get, url: "https://h.example/", created: created, nonce: .random()) }

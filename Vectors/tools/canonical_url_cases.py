@@ -38,6 +38,7 @@ tests = [
     ("§2.7 empty key kept", "https://h.example/s?=v", "https://h.example/s?=v"),
     ("§2.7 sorting compares canonical bytes (upper case before lower case)", "https://h.example/s?b=1&B=2&a=3", "https://h.example/s?B=2&a=3&b=1"),
     ("§2.7 sorting compares canonical bytes (prefix first)", "https://h.example/s?ab=1&a=2", "https://h.example/s?a=2&ab=1"),
+    ("§2.7 keys that share a first byte are ordered by the next", "https://h.example/s?sz=1&sa=2&s=3", "https://h.example/s?s=3&sa=2&sz=1"),
     ("§2.7 / and ? inside the query are encoded", "https://h.example/s?next=/a?b", "https://h.example/s?next=%2Fa%3Fb"),
     ("§2.7 an encoded & is data, not a separator", "https://h.example/s?a=1%262", "https://h.example/s?a=1%262"),
     ("§2.2 the fragment is dropped", "https://h.example/a?x=1#frag?y=2", "https://h.example/a?x=1"),
