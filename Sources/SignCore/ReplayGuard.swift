@@ -26,11 +26,8 @@ public protocol ReplayGuard: Sendable {
 /// is reached through its shard's Mutex.
 public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     public let capacity: Int
-    /// The shards in one raw allocation: reaching a shard takes no reference counting, which
-    /// on a shared object would pass one cache line between every verifying thread.
-    private let shards: UnsafeMutablePointer<Shard>
-    private let shardCount: Int
-    private let shardCapacity: Int
+    /// The shards, owned by this object and released with it.
+    let shards: Shards
 
     /// - Parameter capacity: most unexpired nonces held at once (default one million, at most
     ///   about 128 MB); size it as peak accepted requests per second × maximum lifetime.
@@ -41,20 +38,18 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     public init(capacity: Int = 1_000_000, shardCount: Int = 64) {
         precondition(capacity > 0 && shardCount > 0)
         self.capacity = capacity
-        self.shardCount = min(shardCount, capacity)
-        self.shardCapacity = (capacity + self.shardCount - 1) / self.shardCount
-        self.shards = .allocate(capacity: self.shardCount)
-        for index in 0..<self.shardCount { (shards + index).initialize(to: Shard()) }
+        shards = Shards(count: min(shardCount, capacity), capacity: capacity)
     }
 
-    deinit {
-        shards.deinitialize(count: shardCount)
-        shards.deallocate()
-    }
+    deinit { shards.release() }
 
     public func record(nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
-        try record(hashed(nonce), expires: expires, now: now)
+        try shards.record(shards.hashed(nonce), expires: expires, now: now)
     }
+
+    /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
+    /// when it needs room).
+    public var count: Int { shards.count }
 
     /// A nonce with its keyed hash, for a verifier that looks the nonce up early.
     struct HashedNonce {
@@ -63,43 +58,63 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         let shard: Int
     }
 
-    /// Hashes `nonce` and starts loading its table slot, so that the cache miss of a large
-    /// table overlaps the signature check that comes before `record`. The slot address is read
-    /// without the lock: it may be stale after a rebuild, which costs a wasted prefetch, never
-    /// a wrong answer (prefetching never faults and `record` probes under the lock).
-    func hashed(_ nonce: Nonce) -> HashedNonce {
-        var hasher = Hasher()  // SipHash with a per-process random seed
-        hasher.combine(nonce.words.0)
-        hasher.combine(nonce.words.1)
-        let hash = UInt64(UInt(bitPattern: hasher.finalize()))
-        let shard = Int((hash >> 40) % UInt64(shardCount))
-        let slots = shards[shard].slots.load(ordering: .relaxed), mask = shards[shard].mask.load(ordering: .relaxed)
-        if slots != 0 {
-            let slot = NonceTable.Entry.home(hash: hash, mask: mask)
-            sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
-        }
-        return HashedNonce(nonce: nonce, hash: hash, shard: shard)
-    }
+    /// The shards in one raw allocation, reached through this plain value: using it takes no
+    /// reference count, which on the guard object would pass one cache line between every
+    /// verifying thread. Valid while the guard that made it is alive.
+    struct Shards: @unchecked Sendable {
+        private let base: UnsafeMutablePointer<Shard>
+        private let shardCount: Int
+        private let shardCapacity: Int
 
-    func record(_ nonce: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
-        let limit = shardCapacity
-        let shard = shards + nonce.shard
-        let result = shard.pointee.mutex.withLock { table -> Result<(UInt, Int), SignCoreError> in
-            do throws(SignCoreError) {
-                try table.record(nonce: nonce.nonce, hash: nonce.hash, expires: expires, now: now, limit: limit)
-            } catch {
-                return .failure(error)
+        init(count: Int, capacity: Int) {
+            shardCount = count
+            shardCapacity = (capacity + count - 1) / count
+            base = .allocate(capacity: count)
+            for index in 0..<count { (base + index).initialize(to: Shard()) }
+        }
+
+        func release() {
+            base.deinitialize(count: shardCount)
+            base.deallocate()
+        }
+
+        /// Hashes `nonce` and starts loading its table slot, so that the cache miss of a large
+        /// table overlaps the signature check that comes before `record`. The slot address is
+        /// read without the lock: it may be stale after a rebuild, which costs a wasted
+        /// prefetch, never a wrong answer (prefetching never faults and `record` probes under
+        /// the lock).
+        func hashed(_ nonce: Nonce) -> HashedNonce {
+            var hasher = Hasher()  // SipHash with a per-process random seed
+            hasher.combine(nonce.words.0)
+            hasher.combine(nonce.words.1)
+            let hash = UInt64(UInt(bitPattern: hasher.finalize()))
+            let shard = Int((hash >> 40) % UInt64(shardCount))
+            let slots = base[shard].slots.load(ordering: .relaxed), mask = base[shard].mask.load(ordering: .relaxed)
+            if slots != 0 {
+                let slot = NonceTable.Entry.home(hash: hash, mask: mask)
+                sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
             }
-            return .success((table.address, table.mask))
+            return HashedNonce(nonce: nonce, hash: hash, shard: shard)
         }
-        let (slots, mask) = try result.get()
-        shard.pointee.publish(slots: slots, mask: mask)
-    }
 
-    /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
-    /// when it needs room).
-    public var count: Int {
-        (0..<shardCount).reduce(0) { total, index in total + shards[index].mutex.withLock { $0.used } }
+        func record(_ nonce: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
+            let limit = shardCapacity
+            let shard = base + nonce.shard
+            let result = shard.pointee.mutex.withLock { table -> Result<(UInt, Int), SignCoreError> in
+                do throws(SignCoreError) {
+                    try table.record(nonce: nonce.nonce, hash: nonce.hash, expires: expires, now: now, limit: limit)
+                } catch {
+                    return .failure(error)
+                }
+                return .success((table.address, table.mask))
+            }
+            let (slots, mask) = try result.get()
+            shard.pointee.publish(slots: slots, mask: mask)
+        }
+
+        var count: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.used } }
+        }
     }
 
     struct Shard: ~Copyable {

@@ -67,8 +67,9 @@ public struct Signer: Sendable {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
+        let bodyWHash = body.whash(for: method)
         let digests = try withUTF8(of: url) { (raw) throws(SignCoreError) in
-            try CanonicalURL.withCanonical(raw) { SigningInput.digests(method: method, canonicalURL: $0, body: body) }
+            try CanonicalURL.withCanonical(raw) { SigningInput.digests(method: method, canonicalURL: $0, bodyWHash: bodyWHash) }
         }
         return SignedHeaders(whash: digests.whash.description,
                              wtoken: try token(whash: digests.whash, target: digests.target, created: created, nonce: nonce))

@@ -30,10 +30,11 @@ public enum SigningInput {
     }
 
     /// The whash and the target digest of a request, hashing its canonical URL once.
+    /// `bodyWHash` is `RequestBody.whash(for: method)`: nil for a URL-class method.
     static func digests(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer,
-                        body: RequestBody) -> (whash: SHA256Digest, target: SHA256Digest) {
-        let whash = WHash.of(method: method, canonicalURL: canonicalURL, body: body)
-        return (whash, method.contentClass == .url ? whash : targetDigest(method: method, canonicalURL: canonicalURL))
+                        bodyWHash: SHA256Digest?) -> (whash: SHA256Digest, target: SHA256Digest) {
+        let target = targetDigest(method: method, canonicalURL: canonicalURL)
+        return (bodyWHash ?? target, target)
     }
 
     /// SHA-256(prefix || method || " " || canonical URL).

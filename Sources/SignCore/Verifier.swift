@@ -47,9 +47,9 @@ public struct Verifier: Sendable {
     /// header is still compared whenever present; the signature binds the whash either way.
     public let requireWhashHeader: Bool
     public let replayGuard: any ReplayGuard
-    /// The same guard when it is the in-process one, called directly rather than through the
-    /// protocol's async requirement.
-    private let inMemoryGuard: InMemoryReplayGuard?
+    /// The shards of the same guard when it is the in-process one, called directly rather than
+    /// through the protocol's async requirement (`replayGuard` keeps them alive).
+    private let inMemoryShards: InMemoryReplayGuard.Shards?
     public let clock: @Sendable () -> Int64
 
     /// A negative `skew` counts as 0; `maxLifetime` is held within 1...86400 (SPEC §4.1).
@@ -57,7 +57,7 @@ public struct Verifier: Sendable {
                 requireWhashHeader: Bool = true, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
         self.keys = keys
         self.replayGuard = replayGuard
-        self.inMemoryGuard = replayGuard as? InMemoryReplayGuard
+        self.inMemoryShards = (replayGuard as? InMemoryReplayGuard)?.shards
         self.skew = max(0, skew)
         self.maxLifetime = min(max(1, maxLifetime), WToken.maxLifetime)
         self.requireWhashHeader = requireWhashHeader
@@ -67,15 +67,15 @@ public struct Verifier: Sendable {
     /// Every check including the replay guard: a token is accepted once.
     public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
         let now = clock()
-        guard let inMemoryGuard else {
+        guard let shards = inMemoryShards else {
             let verified = try check(request, now: now)
             try await replayGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
             return verified
         }
         // The nonce's table slot starts loading as soon as the token is parsed.
         var nonce: InMemoryReplayGuard.HashedNonce?
-        let verified = try check(request, now: now) { nonce = inMemoryGuard.hashed($0) }
-        try inMemoryGuard.record(nonce ?? inMemoryGuard.hashed(verified.nonce), expires: verified.expires, now: now)
+        let verified = try check(request, now: now) { nonce = shards.hashed($0) }
+        try shards.record(nonce ?? shards.hashed(verified.nonce), expires: verified.expires, now: now)
         return verified
     }
 
@@ -140,7 +140,8 @@ public struct Verifier: Sendable {
 
         // 6. whash recomputed from what was received, compared with the header in constant time.
         // (For a URL-class method the whash is also the target digest of step 7.)
-        let (whash, target) = SigningInput.digests(method: method, canonicalURL: canonical, body: request.body)
+        let (whash, target) = SigningInput.digests(method: method, canonicalURL: canonical,
+                                                     bodyWHash: request.body.whash(for: method))
         if let sent = request.whash {
             guard let sentDigest = SHA256Digest(base64url: sent) else {
                 throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")

@@ -34,15 +34,6 @@ public enum WHash {
         return try withUTF8(of: url) { (raw) throws(SignCoreError) in try CanonicalURL.withCanonical(raw) { ofCanonicalURL($0, method: method) } }
     }
 
-    /// The whash of a request whose canonical URL is already computed.
-    static func of(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer, body: RequestBody) -> SHA256Digest {
-        switch (method.contentClass, body) {
-        case (.url, _): ofCanonicalURL(canonicalURL, method: method)
-        case let (.body, .bytes(bytes)): ofBody(bytes)
-        case let (.body, .whash(digest)): digest
-        }
-    }
-
     /// Incremental whash of a body of any size in constant memory; feed the chunks as they
     /// arrive. Refuses more than `limit` bytes so a server can bound its work.
     public struct BodyHasher: Sendable {
@@ -82,4 +73,18 @@ public enum WHash {
 public enum RequestBody: Sendable {
     case bytes([UInt8])
     case whash(SHA256Digest)
+
+    /// The whash of this body for a body-class method.
+    var whash: SHA256Digest {
+        switch self {
+        case .bytes(let bytes): WHash.ofBody(bytes)
+        case .whash(let digest): digest
+        }
+    }
+
+    /// The body's whash if `method` is body-class; nil for a URL-class method, whose whash is
+    /// its canonical URL's. A plain digest, unlike the body, costs nothing to pass around.
+    func whash(for method: HTTPMethod) -> SHA256Digest? {
+        method.contentClass == .body ? whash : nil
+    }
 }

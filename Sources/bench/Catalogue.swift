@@ -168,8 +168,9 @@ enum Catalogue {
             let batches = (0..<workers).map { _ in (try? signedRequests(signer, request, count: iterations / workers)) ?? [] }
             return await parallel(workers: workers) { worker in
                 var failure: SignCoreError?
-                for received in batches[worker] {
-                    do throws(SignCoreError) { _ = try await verifier.verify(received) } catch { failure = error }
+                let batch = batches[worker]
+                for index in batch.indices {  // each request lent to verify, not copied out first
+                    do throws(SignCoreError) { _ = try await verifier.verify(batch[index]) } catch { failure = error }
                 }
                 if let failure { fatalError("verify failed: \(failure)") }
                 precondition(batches[worker].count == iterations / workers, "a token could not be signed")
@@ -177,12 +178,14 @@ enum Catalogue {
         }
     }
 
-    /// `count` requests as a server receives them, each with its own fresh token.
+    /// `count` requests as a server receives them, each with its own fresh token and, as each
+    /// request a server parses has, its own URL string (one string shared by every request
+    /// would have its reference count passed between the verifying threads).
     static func signedRequests(_ signer: Signer, _ request: RequestFixture, count: Int) throws -> [ReceivedRequest] {
         try (0..<count).map { _ in
             let headers = try signer.sign(method: request.method, url: request.url, body: request.body)
-            return ReceivedRequest(method: request.method.rawValue, url: request.url, body: .bytes(request.body),
-                                   whash: headers.whash, wtoken: headers.wtoken)
+            return ReceivedRequest(method: request.method.rawValue, url: String(decoding: Array(request.url.utf8), as: UTF8.self),
+                                   body: .bytes(request.body), whash: headers.whash, wtoken: headers.wtoken)
         }
     }
 }
