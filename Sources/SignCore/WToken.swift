@@ -1,3 +1,5 @@
+import CSignShim
+
 /// The wtoken header value (SPEC §4.1): ASCII, header-safe, eight dot-separated fields.
 ///
 ///     v2.<kid>.<created>.<lifetime>.<nonce>.<target>.<account>.<signature>
@@ -189,12 +191,10 @@ struct TokenFields {
             var count = 1
             withUnsafeMutableBytes(of: &starts) { raw in
                 let starts = raw.bindMemory(to: Int.self)
-                var from = 0
-                while let dot = firstIndex(of: UInt8(ascii: "."), in: text, from..<text.count) {
-                    if count <= 8 { starts[count] = dot + 1 }
-                    count += 1
-                    from = dot + 1
-                }
+                guard let first = starts.baseAddress else { return }
+                // The first eight dots go to starts[1...8]; each field starts one byte after its dot.
+                count += sc_find_byte(text.baseAddress, text.count, UInt8(ascii: "."), first + 1, 8)
+                for k in 1..<min(count, 9) { starts[k] += 1 }
                 if count <= 8 { starts[count] = text.count + 1 }
             }
             self.count = count

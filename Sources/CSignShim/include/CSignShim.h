@@ -12,6 +12,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define SC_MUST_CHECK __attribute__((warn_unused_result))
 
@@ -131,6 +134,33 @@ static inline uint8_t sc_base64url_value(uint8_t c) {
         255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
     };
     return values[c];
+}
+
+/* ---- Token fields ------------------------------------------------------------------------ */
+
+/* Where `byte` occurs in p[0..<n]: the first `max` positions go to `positions`, in order; the
+   return value counts every occurrence. SSE2 compares 16 bytes at a time where it exists (every
+   x86-64), so the eight fields of a wtoken are found in one pass instead of a call to memchr
+   per field. */
+static inline size_t sc_find_byte(const void *p, size_t n, uint8_t byte, ptrdiff_t *positions, size_t max) {
+    const uint8_t *bytes = p;
+    size_t found = 0, i = 0;
+#if defined(__SSE2__)
+    const __m128i wanted = _mm_set1_epi8((char)byte);
+    for (; i + 16 <= n; i += 16) {
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(bytes + i)), wanted));
+        for (; mask != 0; mask &= mask - 1) {
+            if (found < max) positions[found] = (ptrdiff_t)(i + (size_t)__builtin_ctz(mask));
+            found++;
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        if (bytes[i] != byte) continue;
+        if (found < max) positions[found] = (ptrdiff_t)i;
+        found++;
+    }
+    return found;
 }
 
 /* ---- URLs (the common-URL pass of canonicalisation) ------------------------------------ */
