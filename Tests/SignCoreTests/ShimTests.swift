@@ -117,4 +117,28 @@ import Testing
             }
         }
     }
+
+    /// The 16-byte SSE2 scan finds what a plain scan finds: every length 0–70, the byte at each
+    /// position alone (chunk edges and the tail included), and more hits than `max` counted.
+    @Test func findByteMatchesAPlainScan() {
+        func found(_ bytes: [UInt8], max: Int) -> (count: Int, positions: [Int]) {
+            var positions = [Int](repeating: -1, count: max)
+            let count = bytes.withUnsafeBytes { raw in
+                positions.withUnsafeMutableBufferPointer { sc_find_byte(raw.baseAddress, raw.count, UInt8(ascii: "."), $0.baseAddress, max) }
+            }
+            return (count, positions)
+        }
+        for length in 0...70 {
+            #expect(found([UInt8](repeating: UInt8(ascii: "a"), count: length), max: 8).count == 0)
+            for position in 0..<length {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                bytes[position] = UInt8(ascii: ".")
+                let result = found(bytes, max: 8)
+                #expect(result.count == 1 && result.positions[0] == position, "length \(length), dot at \(position)")
+            }
+            let dots = [UInt8](repeating: UInt8(ascii: "."), count: length)
+            let all = found(dots, max: 8)
+            #expect(all.count == length && all.positions == (0..<8).map { $0 < length ? $0 : -1 }, "length \(length), all dots")
+        }
+    }
 }
