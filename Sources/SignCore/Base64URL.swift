@@ -25,6 +25,14 @@ public enum Base64URL {
     @inline(__always)
     static func publicValue(of c: UInt8) -> UInt32 { UInt32(sc_base64url_value(c)) }
 
+    /// Whether every byte of public `text` is an alphabet character: one table load and one OR
+    /// per byte, no branch until the end.
+    static func isAlphabet(_ text: UnsafeRawBufferPointer) -> Bool {
+        var all: UInt32 = 0
+        for c in text { all |= publicValue(of: c) }
+        return all < 64
+    }
+
     /// Number of characters for `count` bytes.
     public static func encodedLength(_ count: Int) -> Int { (count * 4 + 2) / 3 }
 

@@ -89,7 +89,7 @@ public final class SigningKey: @unchecked Sendable {
 
     static func isValidKeyID(_ id: String) -> Bool {
         let utf8 = Array(id.utf8)
-        return (1...maxKeyIDLength).contains(utf8.count) && utf8.allSatisfy { Base64URL.publicValue(of: $0) < 64 }
+        return (1...maxKeyIDLength).contains(utf8.count) && utf8.withUnsafeBytes { Base64URL.isAlphabet($0) }
     }
 
     private static func allocateSecret(_ count: Int) -> UnsafeMutableRawBufferPointer {

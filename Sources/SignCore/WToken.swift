@@ -139,7 +139,7 @@ struct TokenFields {
 
         keyID = field(1)
         guard (1...SigningKey.maxKeyIDLength).contains(keyID.count),
-              text[keyID].allSatisfy({ Base64URL.publicValue(of: $0) < 64 }) else {
+              Base64URL.isAlphabet(UnsafeRawBufferPointer(rebasing: text[keyID])) else {
             throw Self.malformed("the key id field is not 1-64 base64url characters")
         }
         guard let created = Self.decimal(text[field(2)], max: WToken.maxCreated) else {
