@@ -149,21 +149,38 @@ struct ByteWriter {
         count += MemoryLayout<T>.size
     }
 
-    /// Appends a number in decimal ("-" first when negative), written in place.
+    /// Appends a number in decimal ("-" first when negative), written in place two digits at a time.
     mutating func appendDecimal(_ value: Int64) {
         if value < 0 { append(UInt8(ascii: "-")) }
+        let digits = Self.decimalDigitCount(value.magnitude)
+        precondition(digits <= capacity - count, "ByteWriter capacity")
+        let pairs = UnsafeRawPointer(Self.digitPairs.utf8Start)
+        @inline(__always) func pair(_ n: UInt64) -> UInt16 { pairs.loadUnaligned(fromByteOffset: 2 * Int(n), as: UInt16.self) }
+        var rest = value.magnitude, end = count + digits
+        while rest >= 100 {
+            end -= 2
+            base.storeBytes(of: pair(rest % 100), toByteOffset: end, as: UInt16.self)
+            rest /= 100
+        }
+        if rest >= 10 {
+            base.storeBytes(of: pair(rest), toByteOffset: end - 2, as: UInt16.self)
+        } else {
+            base.storeBytes(of: UInt8(truncatingIfNeeded: rest) + 0x30, toByteOffset: end - 1, as: UInt8.self)
+        }
+        count += digits
+    }
+
+    /// "00", "01", ... "99".
+    private static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+    /// Number of decimal digits of `magnitude` (1–20).
+    static func decimalDigitCount(_ magnitude: UInt64) -> Int {
         var digits = 1, scale: UInt64 = 10
-        while digits < 20, value.magnitude >= scale {  // UInt64.max has 20 digits
+        while digits < 20, magnitude >= scale {  // UInt64.max has 20 digits
             digits += 1
             scale = scale &* 10
         }
-        precondition(digits <= capacity - count, "ByteWriter capacity")
-        var rest = value.magnitude
-        for index in stride(from: count + digits - 1, through: count, by: -1) {
-            base.storeBytes(of: UInt8(truncatingIfNeeded: rest % 10) + 0x30, toByteOffset: index, as: UInt8.self)
-            rest /= 10
-        }
-        count += digits
+        return digits
     }
 
     /// Drops everything written from `index` on.

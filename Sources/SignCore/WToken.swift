@@ -101,12 +101,7 @@ public struct WToken: Sendable, Equatable {
     }
 
     private static func decimalDigits(_ value: Int64) -> Int {
-        var digits = value < 0 ? 2 : 1, rest = value.magnitude
-        while rest >= 10 {
-            rest /= 10
-            digits += 1
-        }
-        return digits
+        (value < 0 ? 1 : 0) + ByteWriter.decimalDigitCount(value.magnitude)
     }
 }
 

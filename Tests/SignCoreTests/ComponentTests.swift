@@ -208,6 +208,26 @@ import Testing
         }
     }
 
+    /// The two-digits-at-a-time decimal writer agrees with Swift's own at every digit count,
+    /// around each power of ten, and at both ends of Int64.
+    @Test func decimalsMatchSwiftsDescription() {
+        var values: [Int64] = [0, 1, 9, Int64.max, Int64.min, Int64.min + 1, WToken.maxCreated]
+        var power: Int64 = 10
+        while true {
+            values += [power - 1, power, power + 1, -power, -(power - 1), power + 42]
+            guard power <= Int64.max / 10 else { break }
+            power *= 10
+        }
+        for value in values {
+            let text = withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { scratch in
+                var out = ByteWriter(scratch)
+                out.appendDecimal(value)
+                return String(decoding: out.written, as: UTF8.self)
+            }
+            #expect(text == String(value))
+        }
+    }
+
     @Test func tokenParserNeverCrashes() {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array("v2.0123456789AZaz-_=+/ \u{0}é".utf8) + [0xFF]
