@@ -230,15 +230,18 @@ struct TokenFields {
         }
     }
 
-    /// Digits only, no sign, no leading zero (except "0" itself), at most `max`.
+    /// Digits only, no sign, no leading zero (except "0" itself), at most `max`. One branch for
+    /// the whole field: 11 digits of at most 255 each cannot overflow.
     private static func decimal(_ field: Slice<UnsafeRawBufferPointer>, max: Int64) -> Int64? {
-        guard !field.isEmpty, field.count <= 11, field.count == 1 || field.first != UInt8(ascii: "0") else { return nil }
-        var value: Int64 = 0
-        for byte in field {
-            guard (0x30...0x39).contains(byte) else { return nil }
-            value = value * 10 + Int64(byte - 0x30)
+        let digits = UnsafeRawBufferPointer(rebasing: field)
+        guard !digits.isEmpty, digits.count <= 11, digits.count == 1 || digits[0] != UInt8(ascii: "0") else { return nil }
+        var value: Int64 = 0, notDigit = false
+        for byte in digits {
+            let digit = byte &- 0x30
+            notDigit = notDigit || digit > 9
+            value = value &* 10 &+ Int64(digit)
         }
-        return value <= max ? value : nil
+        return !notDigit && value <= max ? value : nil
     }
 
     private static func malformed(_ detail: String) -> SignCoreError { SignCoreError(.malformedToken, detail) }
