@@ -64,8 +64,10 @@ public struct Verifier: Sendable {
         self.clock = clock
     }
 
-    /// Every check including the replay guard: a token is accepted once.
-    public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
+    /// Every check including the replay guard: a token is accepted once. Runs on the caller's
+    /// executor (`nonisolated(nonsending)`): the checks are synchronous work, so a hop to the
+    /// global executor and back would only add a task switch to every verify.
+    nonisolated(nonsending) public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
         let now = clock()
         guard let shards = inMemoryShards else {
             let verified = try check(request, now: now)
