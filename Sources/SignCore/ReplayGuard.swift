@@ -88,7 +88,8 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             hasher.combine(nonce.words.0)
             hasher.combine(nonce.words.1)
             let hash = UInt64(UInt(bitPattern: hasher.finalize()))
-            let shard = Int((hash >> 40) % UInt64(shardCount))
+            // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
+            let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
             let slots = base[shard].slots.load(ordering: .relaxed), mask = base[shard].mask.load(ordering: .relaxed)
             if slots != 0 {
                 let slot = NonceTable.Entry.home(hash: hash, mask: mask)
