@@ -18,7 +18,7 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// Exactly 43 characters of canonical base64url (a `whash` header), or nil.
     public init?(base64url text: borrowing String) {  // borrowed: no reference count taken
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let valid = try? withUTF8(of: copy text) { utf8 in
+        let valid = try? withUTF8(of: text) { utf8 in
             utf8.count == Base64URL.encodedLength(Self.byteCount) && Swift.withUnsafeMutableBytes(of: &words) { out in
                 var writer = ByteWriter(out)
                 return Base64URL.decode(utf8, into: &writer)

@@ -74,17 +74,13 @@ public enum RequestBody: Sendable {
     case bytes([UInt8])
     case whash(SHA256Digest)
 
-    /// The whash of this body for a body-class method.
-    var whash: SHA256Digest {
-        switch self {
-        case .bytes(let bytes): WHash.ofBody(bytes)
-        case .whash(let digest): digest
-        }
-    }
-
     /// The body's whash if `method` is body-class; nil for a URL-class method, whose whash is
     /// its canonical URL's. A plain digest, unlike the body, costs nothing to pass around.
     func whash(for method: HTTPMethod) -> SHA256Digest? {
-        method.contentClass == .body ? whash : nil
+        guard method.contentClass == .body else { return nil }
+        switch self {
+        case .bytes(let bytes): return WHash.ofBody(bytes)
+        case .whash(let digest): return digest
+        }
     }
 }
