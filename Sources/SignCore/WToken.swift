@@ -230,8 +230,8 @@ struct TokenFields {
         }
     }
 
-    /// Digits only, no sign, no leading zero (except "0" itself), at most `max`. One branch for
-    /// the whole field: 11 digits of at most 255 each cannot overflow.
+    /// Digits only, no sign, no leading zero (except "0" itself), at most `max`. No branch per
+    /// digit (one check at the end): 11 digits of at most 255 each cannot overflow.
     private static func decimal(_ field: Slice<UnsafeRawBufferPointer>, max: Int64) -> Int64? {
         let digits = UnsafeRawBufferPointer(rebasing: field)
         guard !digits.isEmpty, digits.count <= 11, digits.count == 1 || digits[0] != UInt8(ascii: "0") else { return nil }

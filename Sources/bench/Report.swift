@@ -24,19 +24,24 @@ struct Row: Codable {
         if let ratio, let target { met = ratio >= target }
     }
 
-    static let header = pad("operation", 28) + pad("size", 12) + pad("ops/s median", 14) + pad("min – max", 22)
+    static let header = pad("operation", operationWidth) + pad("size", 12) + pad("ops/s median", 14) + pad("min – max", 22)
         + pad("floor ops/s", 14) + pad("ratio", 8) + "target"
 
     var line: String {
         let floorText = floorOpsPerSecond.map { format($0.median) + (floor == "1 thread" ? " (1T)" : "") } ?? "–"
         let targetText = target.map { String(format: "≥ %.2f %@", $0, met == true ? "met" : "MISSED") } ?? ""
-        return Row.pad(operation, 28) + Row.pad(size, 12) + Row.pad(format(opsPerSecond.median), 14)
+        return Row.pad(operation, Row.operationWidth) + Row.pad(size, 12) + Row.pad(format(opsPerSecond.median), 14)
             + Row.pad(format(opsPerSecond.min) + " – " + format(opsPerSecond.max), 22)
             + Row.pad(floorText, 14) + Row.pad(ratio.map { String(format: "%.3f", $0) } ?? "–", 8) + targetText
     }
 
+    /// Room for the longest operation name ("verify HS256 GET, 2 threads") and two spaces.
+    static let operationWidth = 30
+
+    /// `text` padded to `width`, always with at least two spaces after it: columns stay apart
+    /// (and split on runs of spaces) even when a name fills its column.
     static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+        text + String(repeating: " ", count: max(2, width - text.count))
     }
 }
 
@@ -57,7 +62,7 @@ struct AllocationRow: Codable {
     }
 
     var line: String {
-        Row.pad(operation, 28) + Row.pad(size, 12) + Row.pad(String(format: "%.2f", perCall), 10)
+        Row.pad(operation, Row.operationWidth) + Row.pad(size, 12) + Row.pad(String(format: "%.2f", perCall), 10)
             + (limit.map { String(format: "≤ %.0f %@", $0, met == true ? "met" : "EXCEEDED") } ?? "")
     }
 }
