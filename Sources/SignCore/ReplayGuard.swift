@@ -1,59 +1,85 @@
 import CSignShim
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Remembers the nonces of accepted tokens until they expire, so each token is accepted once
-/// (SPEC §5, step 9). Implementations shared by a fleet of verifiers (a database) come later
-/// behind this same protocol.
+/// (SPEC §5, step 9). Entries are keyed by (key id, nonce): a nonce seen under one key never
+/// blocks the same nonce under another, so nobody who sees a victim's token can get it refused
+/// by spending its nonce first under a key of their own (as DPoP keys `jti` per sender key).
+/// Implementations shared by a fleet of verifiers (a database) sit behind this same protocol.
 public protocol ReplayGuard: Sendable {
-    /// Records `nonce` as used until `expires` (seconds). Throws `replayed` when the nonce is
-    /// already recorded and not yet expired, `overloaded` when it cannot record it: a guard
-    /// must never forget an unexpired nonce to make room.
-    func record(nonce: Nonce, expires: Int64, now: Int64) async throws(SignCoreError)
+    /// Records `nonce` of the key `keyID` as used until `expires` (seconds). Throws `replayed`
+    /// when the pair is already recorded and not yet expired; `overloaded` when it cannot record
+    /// it (a guard never forgets an unexpired nonce to make room); `expired` when `expires` is
+    /// not after a time up to which the guard has already forgotten entries (the clock stepped
+    /// back: the token could be a replay the guard can no longer recognise).
+    func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) async throws(SignCoreError)
 }
 
-/// An in-process replay guard. Memory is bounded by `capacity` and by the token lifetime:
-/// expired entries are dropped whenever a shard needs room. Sharded by a keyed hash of the
-/// nonce so concurrent verifiers rarely wait on the same lock, and so a key holder who picks
-/// nonces on purpose cannot pile them into one shard or one probe chain.
+/// An in-process replay guard, bounded in memory by `capacity`.
+///
+/// - **Capacity**: refuses (`overloaded`) only when the guard as a whole holds `capacity`
+///   unexpired nonces. Shards take room from one shared budget in small batches and give it
+///   back when their entries expire; before refusing, every shard is swept for expired entries
+///   (at most once per second of `now`, so a flood against a full guard cannot make every
+///   verify rescan it), and the room that other shards hold unused is gathered: a refusal
+///   means the guard holds `capacity` nonces.
+/// - **Fairness**: one key id may hold at most `maxShare` of the capacity, so a single key
+///   holder cannot lock out every other key. The bound is kept per shard (share × capacity /
+///   shards each; nonces spread evenly by a keyed hash), so a key is first refused within a few
+///   percent of its share.
+/// - **Clock steps**: each shard remembers the latest `now` at which it dropped expired entries
+///   and refuses, as `expired`, any token whose expiry is not after it; a clock moved back past
+///   that time can therefore never bring back a token whose nonce was forgotten.
+///
+/// Sharded by a keyed hash of (key, nonce) so concurrent verifiers rarely wait on the same lock,
+/// and so a key holder who picks nonces on purpose cannot pile them into one shard or probe chain.
 /// `@unchecked Sendable`: the shard memory is written only in `init` and `deinit`; every table
-/// is reached through its shard's Mutex.
+/// is reached through its shard's Mutex, the shared budget through an atomic.
 public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     public let capacity: Int
+    /// The largest fraction of `capacity` one key id may hold.
+    public let maxShare: Double
     /// The shards, owned by this object and released with it.
     let shards: Shards
 
-    /// - Parameter capacity: most unexpired nonces held at once (default one million, at most
-    ///   about 128 MB); size it as peak accepted requests per second × maximum lifetime.
-    /// - Parameter shardCount: independent locks and tables. A shard is locked while it rebuilds
-    ///   (time in proportion to its size), so more, smaller shards mean shorter pauses and fewer
-    ///   threads waiting on one (in the bench's 2-thread verify row alone, 64 shards scaled
-    ///   1.85× and 16 shards 1.71×).
-    public init(capacity: Int = 1_000_000, shardCount: Int = 64) {
-        precondition(capacity > 0 && shardCount > 0)
+    /// - Parameter capacity: most unexpired nonces held at once (default one million, about
+    ///   84 MB: 40-byte slots, tables at most half full). Size it as peak accepted requests per second × maximum lifetime.
+    /// - Parameter maxShare: the largest fraction of `capacity` one key id may hold, in
+    ///   (0, 1]. With one key shared by every client (an HMAC key, say) set it to 1.
+    /// - Parameter shardCount: independent locks and tables; by default one per 8,192 nonces of
+    ///   capacity, at most 64. A shard is locked while it rebuilds (time in proportion to its
+    ///   size), so more, smaller shards mean shorter pauses and fewer threads waiting on one.
+    /// Throws `invalidConfiguration` for a capacity below 1, a share outside (0, 1] or a shard
+    /// count below 1, and `overloaded` when the first tables cannot be allocated.
+    public init(capacity: Int = 1_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
+        guard capacity >= 1 else {
+            throw SignCoreError(.invalidConfiguration, "the replay guard capacity must be at least 1")
+        }
+        guard maxShare > 0, maxShare <= 1 else {
+            throw SignCoreError(.invalidConfiguration, "the replay guard's share per key must be in (0, 1]")
+        }
+        let count = min(shardCount ?? max(1, min(64, capacity / 8192)), capacity)
+        guard count >= 1 else { throw SignCoreError(.invalidConfiguration, "the replay guard needs at least one shard") }
         self.capacity = capacity
-        shards = Shards(count: min(shardCount, capacity), capacity: capacity)
+        self.maxShare = maxShare
+        let perKey = maxShare >= 1 ? Int.max : max(1, Int((maxShare * Double(capacity) / Double(count)).rounded(.up)))
+        shards = try Shards(count: count, capacity: capacity, perKeyLimit: perKey)
     }
 
     deinit { shards.release() }
 
-    public func record(nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
-        try shards.record(shards.hashed(nonce), expires: expires, now: now)
+    public func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
+        try shards.record(shards.hashed(nonce, key: ReplayKey(keyID)), expires: expires, now: now)
     }
 
     /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
     /// when it needs room).
     public var count: Int { shards.count }
 
-    /// A nonce with its keyed hash, for a verifier that looks the nonce up early.
+    /// A (key, nonce) pair with its keyed hash, for a verifier that looks the pair up early.
     struct HashedNonce {
         let nonce: Nonce
+        let key: UInt64
         let hash: UInt64
         let shard: Int
     }
@@ -64,27 +90,49 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     struct Shards: @unchecked Sendable {
         private let base: UnsafeMutablePointer<Shard>
         private let shardCount: Int
-        private let shardCapacity: Int
+        private let perKeyLimit: Int
+        /// The shared budget: slots no shard holds, and when it was last swept.
+        private let budget: UnsafeMutablePointer<Budget>
 
-        init(count: Int, capacity: Int) {
+        /// Slots a shard takes from the shared budget at a time.
+        static let batch = 64
+
+        init(count: Int, capacity: Int, perKeyLimit: Int) throws(SignCoreError) {
             shardCount = count
-            shardCapacity = (capacity + count - 1) / count
+            self.perKeyLimit = perKeyLimit
+            budget = .allocate(capacity: 1)
+            budget.initialize(to: Budget(capacity))
             base = .allocate(capacity: count)
-            for index in 0..<count { (base + index).initialize(to: Shard()) }
+            var made = 0
+            do throws(SignCoreError) {
+                while made < count {
+                    (base + made).initialize(to: Shard(table: try NonceTable(evenShare: (capacity + count - 1) / count)))
+                    made += 1
+                }
+            } catch {
+                base.deinitialize(count: made)
+                base.deallocate()
+                budget.deinitialize(count: 1)
+                budget.deallocate()
+                throw error
+            }
         }
 
         func release() {
             base.deinitialize(count: shardCount)
             base.deallocate()
+            budget.deinitialize(count: 1)
+            budget.deallocate()
         }
 
-        /// Hashes `nonce` and starts loading its table slot, so that the cache miss of a large
+        /// Hashes the pair and starts loading its table slot, so that the cache miss of a large
         /// table overlaps the signature check that comes before `record`. The slot address is
         /// read without the lock: it may be stale after a rebuild, which costs a wasted
         /// prefetch, never a wrong answer (prefetching never faults and `record` probes under
         /// the lock).
-        func hashed(_ nonce: Nonce) -> HashedNonce {
+        func hashed(_ nonce: Nonce, key: ReplayKey) -> HashedNonce {
             var hasher = Hasher()  // SipHash with a per-process random seed
+            hasher.combine(key.tag)
             hasher.combine(nonce.words.0)
             hasher.combine(nonce.words.1)
             let hash = UInt64(UInt(bitPattern: hasher.finalize()))
@@ -95,35 +143,92 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
                 let slot = NonceTable.Entry.home(hash: hash, mask: mask)
                 sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
             }
-            return HashedNonce(nonce: nonce, hash: hash, shard: shard)
+            return HashedNonce(nonce: nonce, key: key.tag, hash: hash, shard: shard)
         }
 
-        func record(_ nonce: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
-            let limit = shardCapacity
-            let shard = base + nonce.shard
-            let result = shard.pointee.mutex.withLock { table -> Result<(UInt, Int), SignCoreError> in
+        func record(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
+            if try recordInShard(pair, expires: expires, now: now) { return }
+            // The shared budget is spent: gather the room every shard holds unused, after
+            // dropping their expired entries (a full scan, once per second of `now`), and try
+            // once more. Refused only when no shard has room left.
+            let scan = budget.pointee.claimSweep(at: now)
+            for index in 0..<shardCount {
+                let returned = base[index].mutex.withLock { table in table.sweep(now: now, scan: scan) }
+                budget.pointee.give(returned)
+            }
+            guard try recordInShard(pair, expires: expires, now: now) else { throw NonceTable.full }
+        }
+
+        /// Records in the pair's shard; false when the shard has no room and the shared budget
+        /// none to lend.
+        private func recordInShard(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) -> Bool {
+            let shard = base + pair.shard
+            let budget = self.budget, perKeyLimit = self.perKeyLimit
+            let result = shard.pointee.mutex.withLock { table -> Result<(Bool, Int, UInt, Int), SignCoreError> in
                 do throws(SignCoreError) {
-                    try table.record(nonce: nonce.nonce, hash: nonce.hash, expires: expires, now: now, limit: limit)
+                    let recorded = try table.record(pair, expires: expires, now: now, perKeyLimit: perKeyLimit) {
+                        budget.pointee.take(Shards.batch)
+                    }
+                    return .success((recorded, table.surplus(keeping: Shards.batch), table.address, table.mask))
                 } catch {
                     return .failure(error)
                 }
-                return .success((table.address, table.mask))
             }
-            let (slots, mask) = try result.get()
+            let (recorded, surplus, slots, mask) = try result.get()
+            budget.pointee.give(surplus)
             shard.pointee.publish(slots: slots, mask: mask)
+            return recorded
         }
 
         var count: Int {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.used } }
         }
+
+        /// Full scans of every shard so far (for tests).
+        var scans: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.scans } }
+        }
+    }
+
+    /// The slots of `capacity` that no shard holds, shared by all shards.
+    struct Budget: ~Copyable {
+        let available: Atomic<Int>
+        /// The `now` of the last sweep of every shard.
+        let sweptAt = Atomic<Int64>(.min)
+
+        init(_ capacity: Int) { available = Atomic(capacity) }
+
+        /// Up to `count` slots, fewer when fewer are left.
+        func take(_ count: Int) -> Int {
+            var current = available.load(ordering: .relaxed)
+            while current > 0 {
+                let taken = min(count, current)
+                let (exchanged, now) = available.compareExchange(expected: current, desired: current - taken, ordering: .relaxed)
+                if exchanged { return taken }
+                current = now
+            }
+            return 0
+        }
+
+        func give(_ count: Int) {
+            if count > 0 { available.add(count, ordering: .relaxed) }
+        }
+
+        /// Whether this caller may sweep at `now`: once per distinct `now`.
+        func claimSweep(at now: Int64) -> Bool {
+            let last = sweptAt.exchange(now, ordering: .relaxed)
+            return last != now
+        }
     }
 
     struct Shard: ~Copyable {
-        let mutex = Mutex(NonceTable())
+        let mutex: Mutex<NonceTable>
         /// The table's address and slot mask as of the last record, for `hashed` to prefetch
         /// from without taking the lock.
         let slots = Atomic<UInt>(0)
         let mask = Atomic<Int>(0)
+
+        init(table: consuming NonceTable) { mutex = Mutex(table) }
 
         /// Refreshes the hint after a record (outside the lock: two threads may race here, and
         /// the loser's stale value lasts until the next record; it is only a hint).
@@ -136,107 +241,22 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     }
 }
 
-/// One shard's nonces: an open-addressing table with linear probing, at most half full.
-/// Expired entries stay until the table needs room; then it is rebuilt with only the
-/// unexpired ones, grown or shrunk so the next rebuild is a quarter of a table away
-/// (amortised, a few slot reads per insert). A full table is scanned at most once per second
-/// of `now`: nothing can expire between two calls with the same `now`, so a flood of tokens
-/// against a full guard is refused without rescanning. Tables come zeroed from `calloc`
-/// (fresh pages for large ones) and a zero slot is empty, so a rebuild touches only the live
-/// entries.
-struct NonceTable: ~Copyable {
-    struct Entry {
-        var nonce: (UInt64, UInt64)
-        /// The keyed hash with its lowest bit set: never zero in an occupied slot.
-        var hash: UInt64
-        var expires: Int64
-        var isEmpty: Bool { hash == 0 }
-        /// The first slot to probe (the hash bits above the one that is always set).
-        func home(_ mask: Int) -> Int { Self.home(hash: hash, mask: mask) }
-        static func home(hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 1) & mask }
+/// A key id as the replay guard keys it: a 64-bit keyed hash (SipHash, per-process random
+/// seed) of its bytes. Two key ids share a tag with probability 2⁻⁶⁴, and nobody outside the
+/// process can search for a pair that does, since the seed is secret.
+struct ReplayKey {
+    let tag: UInt64
+
+    init(tag: UInt64) { self.tag = tag }
+
+    init(_ id: UnsafeRawBufferPointer) {
+        var hasher = Hasher()
+        hasher.combine(bytes: id)
+        tag = UInt64(UInt(bitPattern: hasher.finalize()))
     }
 
-    private var slots: UnsafeMutableBufferPointer<Entry>
-    /// Occupied slots, expired or not.
-    private(set) var used = 0
-    /// Full scans so far, and the `now` of the last one.
-    private(set) var scans = 0
-    private var scannedAt = Int64.min
-
-    init() { slots = Self.allocate(16) }
-
-    deinit { Self.release(slots) }
-
-    var address: UInt { UInt(bitPattern: slots.baseAddress) }
-    var mask: Int { slots.count - 1 }
-
-    mutating func record(nonce: Nonce, hash: UInt64, expires: Int64, now: Int64, limit: Int) throws(SignCoreError) {
-        let entry = Entry(nonce: nonce.words, hash: hash | 1, expires: expires)
-        let mask = slots.count - 1
-        var index = entry.home(mask)
-        while !slots[index].isEmpty {
-            if slots[index].hash == entry.hash, slots[index].nonce == entry.nonce {
-                guard slots[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
-                slots[index].expires = entry.expires  // the earlier token has expired: the nonce may serve again
-                return
-            }
-            index = (index + 1) & mask
-        }
-        if used >= limit || 2 * (used + 1) > slots.count {
-            // Every entry was unexpired at the last scan; with time not moved on, none has expired since.
-            guard used < limit || now > scannedAt else { throw Self.full }
-            try rebuild(now: now, limit: limit)
-            return try record(nonce: nonce, hash: hash, expires: expires, now: now, limit: limit)
-        }
-        slots[index] = entry
-        used += 1
-    }
-
-    private static var full: SignCoreError {
-        SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
-    }
-
-    /// Keeps the unexpired entries only, in a table sized for them and the room to come.
-    private mutating func rebuild(now: Int64, limit: Int) throws(SignCoreError) {
-        scans += 1
-        scannedAt = now
-        var live = 0
-        for entry in slots where !entry.isEmpty && entry.expires > now { live += 1 }
-        guard live < limit else { throw Self.full }
-        let largest = Self.powerOfTwo(atLeast: 2 * (limit + 1))
-        let size = min(Self.powerOfTwo(atLeast: 4 * (live + 1)), largest)
-        let old = slots
-        slots = Self.allocate(size)
-        used = 0
-        for entry in old where !entry.isEmpty && entry.expires > now {
-            var index = entry.home(size - 1)
-            while !slots[index].isEmpty { index = (index + 1) & (size - 1) }
-            slots[index] = entry
-            used += 1
-        }
-        Self.release(old)
-    }
-
-    /// Tables from this size on come from the kernel in huge pages (`sc_pages_zeroed`).
-    private static let pageTableBytes = 2 << 20
-
-    /// A zeroed table: every slot empty.
-    private static func allocate(_ count: Int) -> UnsafeMutableBufferPointer<Entry> {
-        let bytes = count * MemoryLayout<Entry>.stride
-        guard let memory = bytes >= pageTableBytes ? sc_pages_zeroed(bytes) : calloc(count, MemoryLayout<Entry>.stride) else {
-            fatalError("the replay guard could not allocate \(count) slots")
-        }
-        return UnsafeMutableBufferPointer(start: memory.bindMemory(to: Entry.self, capacity: count), count: count)
-    }
-
-    private static func release(_ table: UnsafeMutableBufferPointer<Entry>) {
-        let bytes = table.count * MemoryLayout<Entry>.stride
-        if bytes >= pageTableBytes { sc_pages_free(table.baseAddress, bytes) } else { free(table.baseAddress) }
-    }
-
-    private static func powerOfTwo(atLeast n: Int) -> Int {
-        var size = 16
-        while size < n { size *= 2 }
-        return size
+    init(_ id: String) {
+        var id = id
+        self = id.withUTF8 { ReplayKey(UnsafeRawBufferPointer($0)) }
     }
 }

@@ -35,16 +35,22 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         case lifetimeTooLong = 22
         case replayed = 23
         case overloaded = 24
+        case unavailable = 25
         // Binding to the request
         case whashMismatch = 30
         case targetMismatch = 31
+        case headerNotCovered = 32
         // Request input
         case unsupportedMethod = 40
         case invalidURL = 41
         case invalidInput = 42
         case bodyTooLarge = 43
+        case unexpectedBody = 44
+        case invalidHeader = 45
         // Local failures
         case cryptoFailure = 50
+        // Configuration
+        case invalidConfiguration = 60
 
         /// The stable wire name (lowerCamelCase), as used in vectors and logs.
         public var name: String {
@@ -62,13 +68,18 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
             case .lifetimeTooLong: "lifetimeTooLong"
             case .replayed: "replayed"
             case .overloaded: "overloaded"
+            case .unavailable: "unavailable"
             case .whashMismatch: "whashMismatch"
             case .targetMismatch: "targetMismatch"
+            case .headerNotCovered: "headerNotCovered"
             case .unsupportedMethod: "unsupportedMethod"
             case .invalidURL: "invalidURL"
             case .invalidInput: "invalidInput"
             case .bodyTooLarge: "bodyTooLarge"
+            case .unexpectedBody: "unexpectedBody"
+            case .invalidHeader: "invalidHeader"
             case .cryptoFailure: "cryptoFailure"
+            case .invalidConfiguration: "invalidConfiguration"
             }
         }
 
@@ -81,17 +92,19 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         public var advice: Advice {
             switch self {
             case .malformedToken, .missingHeader, .headerTooLarge, .badSignature, .whashMismatch,
-                 .targetMismatch, .replayed:
+                 .targetMismatch, .headerNotCovered, .replayed:
                 .reSign
-            case .unsupportedVersion, .algorithmMismatch, .unknownKey:
+            case .unsupportedVersion:
+                .updateClient
+            case .algorithmMismatch, .unknownKey:
                 .refreshKeys
             case .expired, .notYetValid:
                 .resyncClock
-            case .overloaded, .cryptoFailure:
+            case .overloaded, .unavailable, .cryptoFailure:
                 .retryLater
-            case .lifetimeTooLong, .invalidKey:
+            case .lifetimeTooLong, .invalidKey, .invalidConfiguration:
                 .fixConfiguration
-            case .unsupportedMethod, .invalidURL, .invalidInput, .bodyTooLarge:
+            case .unsupportedMethod, .invalidURL, .invalidInput, .bodyTooLarge, .unexpectedBody, .invalidHeader:
                 .fixRequest
             }
         }
@@ -103,6 +116,8 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         case reSign
         /// Fetch the current key set or re-attest, then sign again.
         case refreshKeys
+        /// The client speaks another version of the wire format: update it.
+        case updateClient
         /// Correct the clock offset (the server's `Date` header is a reference) and sign again.
         case resyncClock
         /// Back off and retry the same request later.

@@ -14,70 +14,146 @@ public struct SignedHeaders: Sendable, Equatable {
 
 /// Signs outgoing requests with one key (the client side; SPEC §4.3).
 ///
-/// A value type: configure it once (key, lifetime, account), then call `sign` per request.
+/// A value type: configure it once (key, lifetime, account, covered headers), then call `sign`
+/// per request.
 public struct Signer: Sendable {
     public let key: SigningKey
     /// Seconds a token stays valid after its creation (1–86400).
     public let lifetime: Int64
     /// The end-user account bound into every token (`setAccount`); empty for none.
     public let account: String
+    /// The header fields every token covers (SPEC §4.3), in the token's form: lower case,
+    /// sorted, each once. A covered field that a request does not carry is signed as absent.
+    public let coveredHeaders: [String]
+    /// Whether a body on GET, HEAD, OPTIONS or DELETE is signed anyway. Such a body is NOT
+    /// covered by the signature (SPEC §3.2): anyone can change it in transit. Off by default,
+    /// when signing one is `unexpectedBody`.
+    public let allowsUnsignedBody: Bool
     /// Seconds since the Unix epoch; injected so tests and vectors pin time.
     public let clock: @Sendable () -> Int64
+    /// `coveredHeaders` as the token's `headers` field.
+    private let headersField: String
 
-    public init(key: SigningKey, lifetime: Int64 = 60, account: String = "",
-                clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) throws(SignCoreError) {
+    /// Throws `invalidKey` for a public key, `invalidConfiguration` for a lifetime outside
+    /// 1...86400 or a covered name that cannot be covered, `invalidInput` for an account longer
+    /// than 256 bytes.
+    public init(key: SigningKey, lifetime: Int64 = 60, account: String = "", coveredHeaders: [String] = [],
+                allowsUnsignedBody: Bool = false, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) throws(SignCoreError) {
         try SignCoreRuntime.start()  // nonces come from libsodium
         guard key.canSign else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
         guard (1...WToken.maxLifetime).contains(lifetime) else {
-            throw SignCoreError(.lifetimeTooLong, "the lifetime must be 1 to 86400 seconds")
+            throw SignCoreError(.invalidConfiguration, "the lifetime must be 1 to 86400 seconds")
         }
         guard account.utf8.count <= WToken.maxAccountBytes else {
             throw SignCoreError(.invalidInput, "the account is longer than 256 bytes")
         }
+        do {
+            self.coveredHeaders = try CoveredHeaders.normalizedNames(coveredHeaders)
+        } catch {
+            throw SignCoreError(.invalidConfiguration, error.detail)
+        }
         self.key = key
         self.lifetime = lifetime
         self.account = account
+        self.allowsUnsignedBody = allowsUnsignedBody
         self.clock = clock
+        headersField = self.coveredHeaders.joined(separator: ",")
+        let longest = WToken.encodedLength(keyID: key.idBytes.count, created: WToken.maxCreated, lifetime: lifetime,
+                                           account: account.utf8.count, headers: headersField.utf8.count,
+                                           signature: key.algorithm.signatureByteCount)
+        guard longest <= WToken.maxLength else {
+            throw SignCoreError(.invalidConfiguration, "the key id, account and covered headers make tokens longer than 1024 bytes")
+        }
     }
 
     /// The same signer bound to another account (after a log-in, say).
     public func withAccount(_ account: String) throws(SignCoreError) -> Signer {
-        try Signer(key: key, lifetime: lifetime, account: account, clock: clock)
+        try Signer(key: key, lifetime: lifetime, account: account, coveredHeaders: coveredHeaders,
+                   allowsUnsignedBody: allowsUnsignedBody, clock: clock)
     }
 
-    /// Signs a request whose body is in memory (ignored for GET, HEAD, OPTIONS and DELETE).
-    public func sign(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SignedHeaders {
-        try sign(method: method, url: url, body: .bytes(body), created: clock(), nonce: .random())
+    /// Signs a request whose body is in memory. `headers` are the request's header fields: the
+    /// covered ones are read from them.
+    public func sign(method: RequestMethod, url: String, body: [UInt8] = [], headers: [HeaderField] = []) throws(SignCoreError) -> SignedHeaders {
+        try withBytes(of: body) { (raw) throws(SignCoreError) in try sign(method: method, url: url, body: raw, headers: headers) }
+    }
+
+    /// Signs a request whose body is in memory anywhere (no copy).
+    public func sign(method: RequestMethod, url: String, body: UnsafeRawBufferPointer, headers: [HeaderField] = []) throws(SignCoreError) -> SignedHeaders {
+        try sign(method: method, url: url, content: .bytes(body), headers: headers, created: clock(), nonce: .random())
     }
 
     /// Signs a request whose body was hashed separately (`WHash.BodyHasher`, for streamed bodies).
-    public func sign(method: HTTPMethod, url: String, bodyWHash: SHA256Digest) throws(SignCoreError) -> SignedHeaders {
-        try sign(method: method, url: url, body: .whash(bodyWHash), created: clock(), nonce: .random())
+    public func sign(method: RequestMethod, url: String, bodyWHash: SHA256Digest, headers: [HeaderField] = []) throws(SignCoreError) -> SignedHeaders {
+        try sign(method: method, url: url, content: .whash(bodyWHash), headers: headers, created: clock(), nonce: .random())
     }
 
     /// Signs with a given creation time and nonce. Only for known-answer vectors and tests:
     /// real tokens need a fresh random nonce, which `sign(method:url:body:)` draws.
-    public func sign(method: HTTPMethod, url: String, body: [UInt8] = [], created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
-        try sign(method: method, url: url, body: .bytes(body), created: created, nonce: nonce)
+    public func sign(method: RequestMethod, url: String, body: [UInt8] = [], headers: [HeaderField] = [],
+                     created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
+        try withBytes(of: body) { (raw) throws(SignCoreError) in
+            try sign(method: method, url: url, content: .bytes(raw), headers: headers, created: created, nonce: nonce)
+        }
     }
 
-    /// SPEC §4: canonical URL → whash → target digest → signing input → signature → token.
-    /// Everything before the two header strings happens in stack memory.
-    private func sign(method: HTTPMethod, url: String, body: RequestBody, created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
+    /// A body in memory, or the whash of one.
+    private enum Content {
+        case bytes(UnsafeRawBufferPointer)
+        case whash(SHA256Digest)
+    }
+
+    /// The body's whash for a body-class method; nil for a URL-class method, whose body must be
+    /// empty unless `allowsUnsignedBody` (SPEC §3.2).
+    private func bodyWHash(_ method: RequestMethod, _ content: Content) throws(SignCoreError) -> SHA256Digest? {
+        let isEmpty: Bool
+        switch content {
+        case .bytes(let body):
+            if method.contentClass == .body { return WHash.ofBody(body) }
+            isEmpty = body.isEmpty
+        case .whash(let digest):
+            if method.contentClass == .body { return digest }
+            isEmpty = digest == WHash.ofEmptyBody
+        }
+        guard isEmpty || allowsUnsignedBody else { throw Self.unexpectedBody }
+        return nil
+    }
+
+    /// The digest of this signer's covered header fields as `fields` carry them (SPEC §4.3);
+    /// nil when it covers none.
+    public func coveredHeadersDigest(_ fields: [HeaderField]) throws(SignCoreError) -> SHA256Digest? {
+        guard !coveredHeaders.isEmpty else { return nil }
+        return try withUTF8(of: headersField) { (names) throws(SignCoreError) in try CoveredHeaders.digest(names: names, fields: fields) }
+    }
+
+    private static var unexpectedBody: SignCoreError {
+        SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE body is not covered by the signature")
+    }
+
+    /// SPEC §4: canonical URL → whash → target digest → covered headers → signing input →
+    /// signature → token. Everything before the two header strings happens in stack memory.
+    private func sign(method: RequestMethod, url: String, content: Content, headers: [HeaderField],
+                      created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
-        let bodyWHash = body.whash(for: method)
         let digests = try withUTF8(of: url) { (raw) throws(SignCoreError) in
-            try CanonicalURL.withCanonical(raw) { SigningInput.digests(method: method, canonicalURL: $0, bodyWHash: bodyWHash) }
+            try CanonicalURL.withCanonical(raw) { (canonical) throws(SignCoreError) in
+                SigningInput.digests(method: method, canonicalURL: canonical, bodyWHash: try bodyWHash(method, content))
+            }
+        }
+        var covered = SigningInput.Headers.none
+        if let digest = try coveredHeadersDigest(headers) {
+            covered = SigningInput.Headers(count: coveredHeaders.count, digest: digest)
         }
         return SignedHeaders(whash: digests.whash.description,
-                             wtoken: try token(whash: digests.whash, target: digests.target, created: created, nonce: nonce))
+                             wtoken: try token(whash: digests.whash, target: digests.target, headers: covered, created: created, nonce: nonce))
     }
 
-    private func token(whash: SHA256Digest, target: SHA256Digest, created: Int64, nonce: Nonce) throws(SignCoreError) -> String {
+    private func token(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
+                       nonce: Nonce) throws(SignCoreError) -> String {
         var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
-        var account = account
+        var account = account, headersField = headersField
         var failure: SignCoreError?
         let token = account.withUTF8 { utf8 in
             let account = UnsafeRawBufferPointer(utf8)
@@ -85,17 +161,19 @@ public struct Signer: Sendable {
                 var input = ByteWriter(scratch)
                 input.append(key.signingInputPrefix)
                 SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
-                                       accountByteCount: account.count, into: &input) { $0.append(account) }
+                                       accountByteCount: account.count, headers: headers, into: &input) { $0.append(account) }
                 withUnsafeMutableBytes(of: &signature) { out in
                     do throws(SignCoreError) { try key.sign(input.written, into: out, startsWithPrefix: true) } catch { failure = error }
                 }
             }
-            return target.withUnsafeBytes { digest in
-                withUnsafeBytes(of: signature) { signature in
-                    WToken.encode(keyID: key.idBytes, created: created, lifetime: lifetime, nonce: nonce,
-                                  targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
-                                  account: account,
-                                  signature: UnsafeRawBufferPointer(rebasing: signature[..<key.algorithm.signatureByteCount]))
+            return headersField.withUTF8 { names in
+                target.withUnsafeBytes { digest in
+                    withUnsafeBytes(of: signature) { signature in
+                        WToken.encode(keyID: key.idBytes, created: created, lifetime: lifetime, nonce: nonce,
+                                      targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
+                                      account: account, headers: UnsafeRawBufferPointer(names),
+                                      signature: UnsafeRawBufferPointer(rebasing: signature[..<key.algorithm.signatureByteCount]))
+                    }
                 }
             }
         }

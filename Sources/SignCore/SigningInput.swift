@@ -2,28 +2,30 @@
 /// length-prefixed and every other field has a fixed size, so two different requests or
 /// tokens can never produce the same signing input.
 ///
-///     "SignCore/2 wtoken\n"
+///     "SignCore/3 wtoken\n"
 ///     u8 len(alg)  || alg            ("HS256", "EdDSA", "ES256")
 ///     u8 len(kid)  || kid
 ///     target digest (32)             the whash for GET, HEAD, OPTIONS, DELETE; else
-///                                    SHA-256("SignCore/2 target\n" || method || " " || canonical URL)
+///                                    SHA-256("SignCore/3 target\n" || method || " " || canonical URL)
 ///     whash (32)
 ///     created  (u64, big-endian)
 ///     lifetime (u32, big-endian)
 ///     nonce (16)
 ///     u16 len(account) || account    (UTF-8, big-endian length)
+///     u8 n                           number of covered header fields
+///     headers digest (32)            only when n > 0 (CoveredHeaders.digest, SPEC §4.3)
 public enum SigningInput {
-    static let prefix: StaticString = "SignCore/2 wtoken\n"
-    static let targetPrefix: StaticString = "SignCore/2 target\n"
+    static let prefix: StaticString = "SignCore/3 wtoken\n"
+    static let targetPrefix: StaticString = "SignCore/3 target\n"
     /// The longest signing input: a 64-byte key id and a 256-byte account.
-    static let maxByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength + 32 + 32 + 8 + 4 + 16 + 2 + WToken.maxAccountBytes
+    static let maxByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength + 32 + 32 + 8 + 4 + 16 + 2 + WToken.maxAccountBytes + 1 + 32
 
     /// The longest prefix (fixed text, algorithm, key id) that is the same for every input under one key.
     static let maxPrefixByteCount = 18 + 1 + 5 + 1 + SigningKey.maxKeyIDLength
 
     /// The digest that binds the method and the canonical URL (SPEC §4.2): for a URL-class
     /// method the whash, which already hashes both.
-    public static func targetDigest(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
+    public static func targetDigest(method: RequestMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
         method.contentClass == .url
             ? WHash.ofCanonicalURL(canonicalURL, method: method)
             : digest(prefix: targetPrefix, method: method, canonicalURL: canonicalURL)
@@ -31,14 +33,14 @@ public enum SigningInput {
 
     /// The whash and the target digest of a request, hashing its canonical URL once.
     /// `bodyWHash` is `RequestBody.whash(for: method)`: nil for a URL-class method.
-    static func digests(method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer,
+    static func digests(method: RequestMethod, canonicalURL: UnsafeRawBufferPointer,
                         bodyWHash: SHA256Digest?) -> (whash: SHA256Digest, target: SHA256Digest) {
         let target = targetDigest(method: method, canonicalURL: canonicalURL)
         return (bodyWHash ?? target, target)
     }
 
     /// SHA-256(prefix || method || " " || canonical URL).
-    static func digest(prefix: StaticString, method: HTTPMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
+    static func digest(prefix: StaticString, method: RequestMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
         // The longest prefix (22 bytes), method (7) and space fit in 32 bytes.
         withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { scratch in
             var head = ByteWriter(scratch)
@@ -51,11 +53,14 @@ public enum SigningInput {
 
     /// The signing input as bytes (for interoperability checks; signing writes it in place).
     /// Refuses fields the format cannot hold: a key id outside 1–64 bytes, an account over 256
-    /// bytes, a creation time outside 0...99999999999 or a lifetime outside 1...86400.
+    /// bytes, a creation time outside 0...99999999999, a lifetime outside 1...86400 or more than
+    /// 16 covered headers. `headers` is the count of covered fields and their digest.
     public static func bytes(algorithm: SignatureAlgorithm, keyID: String, target: SHA256Digest, whash: SHA256Digest,
-                             created: Int64, lifetime: Int64, nonce: Nonce, account: String) throws(SignCoreError) -> [UInt8] {
+                             created: Int64, lifetime: Int64, nonce: Nonce, account: String,
+                             headers: (count: Int, digest: SHA256Digest)? = nil) throws(SignCoreError) -> [UInt8] {
         guard (1...SigningKey.maxKeyIDLength).contains(keyID.utf8.count), account.utf8.count <= WToken.maxAccountBytes,
-              (0...WToken.maxCreated).contains(created), (1...WToken.maxLifetime).contains(lifetime) else {
+              (0...WToken.maxCreated).contains(created), (1...WToken.maxLifetime).contains(lifetime),
+              (0...CoveredHeaders.maxCount).contains(headers?.count ?? 0) else {
             throw SignCoreError(.invalidInput, "a signing-input field is outside its limits")
         }
         var keyID = keyID, account = account
@@ -65,16 +70,25 @@ public enum SigningInput {
                     var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
                     writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer(kid), into: &out)
                     writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
-                              accountByteCount: account.count, into: &out) { $0.append(UnsafeRawBufferPointer(account)) }
+                              accountByteCount: account.count, headers: headers.map { Headers(count: $0.count, digest: $0.digest) } ?? .none,
+                              into: &out) { $0.append(UnsafeRawBufferPointer(account)) }
                     count = out.count
                 }
             }
         }
     }
 
+    /// The covered header fields as the signing input binds them: how many, and their digest.
+    struct Headers {
+        var count: Int
+        var digest: SHA256Digest
+        static let none = Headers(count: 0, digest: SHA256Digest())
+    }
+
     /// Everything after the key's prefix.
     static func writeRest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
-                          accountByteCount: Int, into out: inout ByteWriter, appendAccount: (inout ByteWriter) -> Void) {
+                          accountByteCount: Int, headers: Headers, into out: inout ByteWriter,
+                          appendAccount: (inout ByteWriter) -> Void) {
         out.appendValue(target.words)
         out.appendValue(whash.words)
         out.appendValue(UInt64(created).bigEndian)
@@ -84,6 +98,8 @@ public enum SigningInput {
         let accountStart = out.count
         appendAccount(&out)
         precondition(out.count - accountStart == accountByteCount, "account length")
+        out.append(UInt8(truncatingIfNeeded: headers.count))
+        if headers.count > 0 { out.appendValue(headers.digest.words) }
     }
 
     /// The part that depends only on the key: written once per key (`SigningKey.signingInputPrefix`).

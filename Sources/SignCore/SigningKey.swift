@@ -23,6 +23,8 @@ public final class SigningKey: @unchecked Sendable {
     let signingInputPrefix: UnsafeRawBufferPointer
     /// The key id as bytes.
     let idBytes: UnsafeRawBufferPointer
+    /// The key id as the in-memory replay guard keys it (`ReplayKey`), computed once.
+    let replayTag: UInt64
 
     private static let hmacStateSize = MemoryLayout<sc_hmac_key>.size + MemoryLayout<sc_sha256_state>.size
 
@@ -58,6 +60,7 @@ public final class SigningKey: @unchecked Sendable {
         id.withUTF8 { SigningInput.writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer($0), into: &writer) }
         signingInputPrefix = UnsafeRawBufferPointer(rebasing: prefix[..<writer.count])
         idBytes = UnsafeRawBufferPointer(rebasing: prefix[(writer.count - id.utf8.count)..<writer.count])
+        replayTag = ReplayKey(idBytes).tag
         if let key = hmacKey, let state = prefixedInnerState {
             let mutableState = UnsafeMutablePointer(mutating: state)
             mutableState.pointee = key.pointee.inner

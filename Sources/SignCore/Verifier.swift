@@ -1,5 +1,6 @@
 /// A request as the server received it: the inputs a verifier recomputes everything from.
 public struct ReceivedRequest: Sendable {
+    /// The method token as received (case-sensitive, SPEC §3.1).
     public var method: String
     /// The absolute URL the server serves this request under: its own scheme, the `Host` /
     /// `:authority` it received, and the request target.
@@ -10,34 +11,83 @@ public struct ReceivedRequest: Sendable {
     public var whash: String?
     /// The `wtoken` header value, if sent.
     public var wtoken: String?
+    /// The request's header fields in the order received; read only for the fields a token
+    /// covers (SPEC §4.3).
+    public var headers: [HeaderField]
 
-    public init(method: String, url: String, body: RequestBody = .bytes([]), whash: String?, wtoken: String?) {
+    public init(method: String, url: String, body: RequestBody = .bytes([]), headers: [HeaderField] = [],
+                whash: String?, wtoken: String?) {
         self.method = method
         self.url = url
         self.body = body
+        self.headers = headers
         self.whash = whash
         self.wtoken = wtoken
+    }
+
+    public init(method: RequestMethod, url: String, body: RequestBody = .bytes([]), headers: [HeaderField] = [],
+                whash: String?, wtoken: String?) {
+        self.init(method: method.rawValue, url: url, body: body, headers: headers, whash: whash, wtoken: wtoken)
     }
 }
 
 /// What a verified token proves: who signed this exact request, for which account, when.
-public struct VerifiedRequest: Sendable, Equatable {
+public struct VerifiedRequest: Sendable, Equatable, CustomStringConvertible {
     /// The id of the key that verified the token (a new String on each read).
     public var keyID: String { id.string }
     /// The key id held inline: a String shared with the key would be reference counted by
     /// every verify on every thread, one contended cache line.
     let id: KeyID
     public let algorithm: SignatureAlgorithm
-    /// The account the client bound into the token; empty for none.
+    /// The account the client bound into the token; empty for none. Anyone who sees the token
+    /// can read it (it is base64url, not encrypted).
     public let account: String
     public let created: Int64
     public let expires: Int64
     public let nonce: Nonce
+    /// The header fields the signature covers (lower case); their values are as received.
+    public let coveredHeaders: [String]
+
+    public var description: String {
+        "VerifiedRequest(keyID: \(keyID), algorithm: \(algorithm.rawValue), account: \(account.debugDescription), "
+            + "created: \(created), expires: \(expires), coveredHeaders: \(coveredHeaders))"
+    }
+}
+
+/// The header fields a verifier requires tokens to cover, per method class (SPEC §5 step 7):
+/// for instance `content-type` for POST, PUT and PATCH.
+public struct RequiredHeaders: Sendable, Equatable {
+    /// Names required on GET, HEAD, OPTIONS and DELETE (lower case, sorted).
+    public let urlMethods: [String]
+    /// Names required on POST, PUT and PATCH (lower case, sorted).
+    public let bodyMethods: [String]
+
+    /// Throws `invalidConfiguration` for a name that a token cannot cover.
+    public init(urlMethods: [String] = [], bodyMethods: [String] = []) throws(SignCoreError) {
+        do {
+            self.urlMethods = try CoveredHeaders.normalizedNames(urlMethods)
+            self.bodyMethods = try CoveredHeaders.normalizedNames(bodyMethods)
+        } catch {
+            throw SignCoreError(.invalidConfiguration, error.detail)
+        }
+    }
+
+    public static let none = RequiredHeaders(names: [], [])
+
+    private init(names url: [String], _ body: [String]) {
+        urlMethods = url
+        bodyMethods = body
+    }
+
+    func names(for method: RequestMethod) -> [String] { method.contentClass == .url ? urlMethods : bodyMethods }
 }
 
 /// Verifies signed requests (the server side; SPEC §5). Thread-safe: share one instance.
 public struct Verifier: Sendable {
-    public let keys: KeySet
+    /// The keys accepted now; `replaceKeys` swaps them while the verifier serves.
+    public var keys: KeySet { keyStore.keys }
+    /// Looked up by id when `keys` does not hold a token's key (per-device keys, say).
+    public let keyCache: KeyCache?
     /// Seconds a token's creation time may lie in the future (client clock ahead). No
     /// allowance is made past expiry.
     public let skew: Int64
@@ -46,22 +96,47 @@ public struct Verifier: Sendable {
     /// Whether a request without a `whash` header is refused (`missingHeader`). When false the
     /// header is still compared whenever present; the signature binds the whash either way.
     public let requireWhashHeader: Bool
+    /// Whether a GET, HEAD, OPTIONS or DELETE may carry a body. Such a body is not covered by
+    /// the signature; by default it is refused (`unexpectedBody`, SPEC §5 step 2).
+    public let allowsUnsignedBody: Bool
+    /// The header fields tokens must cover.
+    public let requiredHeaders: RequiredHeaders
     public let replayGuard: any ReplayGuard
     /// The shards of the same guard when it is the in-process one, called directly rather than
     /// through the protocol's async requirement (`replayGuard` keeps them alive).
     private let inMemoryShards: InMemoryReplayGuard.Shards?
+    private let keyStore: KeyStore
     public let clock: @Sendable () -> Int64
 
-    /// A negative `skew` counts as 0; `maxLifetime` is held within 1...86400 (SPEC §4.1).
-    public init(keys: KeySet, replayGuard: any ReplayGuard, skew: Int64 = 30, maxLifetime: Int64 = 300,
-                requireWhashHeader: Bool = true, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
-        self.keys = keys
+    /// Throws `invalidConfiguration` for a skew outside 0...86400 or a maximum lifetime outside
+    /// 1...86400 (SPEC §4.1).
+    public init(keys: KeySet, keyCache: KeyCache? = nil, replayGuard: any ReplayGuard, skew: Int64 = 30,
+                maxLifetime: Int64 = 300, requireWhashHeader: Bool = true, allowsUnsignedBody: Bool = false,
+                requiredHeaders: RequiredHeaders = .none,
+                clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) throws(SignCoreError) {
+        guard (0...WToken.maxLifetime).contains(skew) else {
+            throw SignCoreError(.invalidConfiguration, "the skew must be 0 to 86400 seconds")
+        }
+        guard (1...WToken.maxLifetime).contains(maxLifetime) else {
+            throw SignCoreError(.invalidConfiguration, "the maximum lifetime must be 1 to 86400 seconds")
+        }
+        keyStore = KeyStore(keys)
+        self.keyCache = keyCache
         self.replayGuard = replayGuard
         self.inMemoryShards = (replayGuard as? InMemoryReplayGuard)?.shards
-        self.skew = max(0, skew)
-        self.maxLifetime = min(max(1, maxLifetime), WToken.maxLifetime)
+        self.skew = skew
+        self.maxLifetime = maxLifetime
         self.requireWhashHeader = requireWhashHeader
+        self.allowsUnsignedBody = allowsUnsignedBody
+        self.requiredHeaders = requiredHeaders
         self.clock = clock
+    }
+
+    /// Replaces the accepted keys atomically, while requests are being verified: each verify
+    /// uses the old set or the new one, never a mix. Copies of this verifier share the change;
+    /// the replay guard keeps every nonce it holds (SPEC §6.3).
+    public func replaceKeys(_ keys: KeySet) {
+        keyStore.replace(with: keys)
     }
 
     /// Every check including the replay guard: a token is accepted once. Runs on the caller's
@@ -69,62 +144,119 @@ public struct Verifier: Sendable {
     /// global executor and back would only add a task switch to every verify.
     nonisolated(nonsending) public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
         let now = clock()
-        guard let shards = inMemoryShards else {
-            let verified = try check(request, now: now)
-            try await replayGuard.record(nonce: verified.nonce, expires: verified.expires, now: now)
-            return verified
+        let verified = try await checkFetchingKey(request, now: now)  // records the nonce when the guard is in memory
+        if inMemoryShards == nil {
+            try await replayGuard.record(keyID: verified.keyID, nonce: verified.nonce, expires: verified.expires, now: now)
         }
-        // The nonce's table slot starts loading as soon as the token is parsed.
-        var nonce: InMemoryReplayGuard.HashedNonce?
-        let verified = try check(request, now: now) { nonce = shards.hashed($0) }
-        try shards.record(nonce ?? shards.hashed(verified.nonce), expires: verified.expires, now: now)
         return verified
     }
 
-    /// Every check except the replay guard (SPEC §5 steps 1–8). On its own this accepts the
+    /// Every check except the replay guard (SPEC §5 steps 1–9). On its own this accepts the
     /// same token again until it expires; use `verify` unless replays are handled elsewhere.
+    /// Keys of the key cache are used only when already cached (`verify` fetches them).
     public func check(_ request: ReceivedRequest, now: Int64? = nil) throws(SignCoreError) -> VerifiedRequest {
-        try check(request, now: now ?? clock()) { _ in }
+        var missing: String?
+        return try check(request, now: now ?? clock(), fetched: nil, missingKey: &missing) { _, _ in }
     }
 
-    /// The checks, telling `parsed` the token's nonce as soon as it is known.
-    private func check(_ request: ReceivedRequest, now: Int64, parsed: (Nonce) -> Void) throws(SignCoreError) -> VerifiedRequest {
+    /// The checks, with a key the cache did not hold fetched from its source once.
+    nonisolated(nonsending) private func checkFetchingKey(_ request: ReceivedRequest, now: Int64) async throws(SignCoreError) -> VerifiedRequest {
+        var missing: String?
+        do {
+            return try checkRecording(request, now: now, fetched: nil, missingKey: &missing)
+        } catch where error.code == .unknownKey && missing != nil {
+            guard let cache = keyCache, let id = missing, let key = try await cache.key(id: id) else { throw error }
+            return try checkRecording(request, now: now, fetched: key, missingKey: &missing)
+        }
+    }
+
+    /// The checks and, with the in-memory guard, the replay record, hashed as soon as the
+    /// key is known so that its table slot loads while the signature is checked.
+    private func checkRecording(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?,
+                                missingKey: inout String?) throws(SignCoreError) -> VerifiedRequest {
+        guard let shards = inMemoryShards else {
+            return try check(request, now: now, fetched: fetched, missingKey: &missingKey) { _, _ in }
+        }
+        var pair: InMemoryReplayGuard.HashedNonce?
+        let verified = try check(request, now: now, fetched: fetched, missingKey: &missingKey) { tag, nonce in
+            pair = shards.hashed(nonce, key: ReplayKey(tag: tag))
+        }
+        try shards.record(pair ?? shards.hashed(verified.nonce, key: ReplayKey(verified.keyID)), expires: verified.expires, now: now)
+        return verified
+    }
+
+    /// The checks, telling `parsed` the key's replay tag and the nonce as soon as both are known.
+    /// When the token's key is in neither the key set nor the cache and a cache is configured,
+    /// `missingKey` names it (and `unknownKey` is thrown).
+    private func check(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?, missingKey: inout String?,
+                       parsed: (UInt64, Nonce) -> Void) throws(SignCoreError) -> VerifiedRequest {
         // 1. The token: present, bounded, well-formed (parsed in place, nothing allocated).
         guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
-        // Only plain data leaves the byte-level closures (the key unretained: `keys` holds it),
-        // and the account is made only when there is one, so the hot path does little
-        // reference counting.
+        // Only plain data leaves the byte-level closures (the key unretained: the key set, the
+        // cache or `fetched` holds it), and the account is made only when there is one, so the
+        // hot path does little reference counting.
         var account = ""
+        var covered: [String] = []
+        var cachedKey: SigningKey?  // holds a key from the cache while it is used
+        let keySet = keyStore.unretained
         let (created, lifetime, nonce, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
             let token = try TokenFields(parsing: tokenText)
-            parsed(token.nonce)
 
-            // 2. The request: a signable method and a valid URL.
-            let method = try HTTPMethod(token: request.method)
+            // 2. The request: a signable method, a valid URL, no body on a URL-class method.
+            let method = try RequestMethod(token: request.method)
             let key = try withUTF8(of: request.url) { (url) throws(SignCoreError) in
                 try CanonicalURL.withCanonical(url) { (canonical) throws(SignCoreError) in
+                    if method.contentClass == .url, !allowsUnsignedBody, !request.body.isEmpty {
+                        throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
+                    }
                     // 3. The key named by the token; its algorithm decides how the signature is checked.
-                    guard let key = keys.unretainedKey(id: UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])) else {
-                        throw SignCoreError(.unknownKey, "no key has the token's key id")
+                    let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
+                    let key = try keySet.withObject { (set) throws(SignCoreError) in
+                        try lookUp(id, in: set.keys, fetched: fetched, cached: &cachedKey, missing: &missingKey)
                     }
                     try key.withObject { (key) throws(SignCoreError) in
+                        parsed(key.replayTag, token.nonce)
                         try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now, key: key)
                     }
                     return key
                 }
             }
             if token.accountByteCount > 0 { account = token.account(in: tokenText) }
+            if token.coveredCount > 0 {
+                let names = token.headers(in: tokenText)
+                covered = CoveredHeaders.names(in: names).map { String(decoding: names[$0], as: UTF8.self) }
+            }
             return (token.created, token.lifetime, token.nonce, key)  // not the whole token: fewer bytes copied out
         }
         return key.withObject { signer in
             VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
-                            created: created, expires: created + lifetime, nonce: nonce)
+                            created: created, expires: created + lifetime, nonce: nonce, coveredHeaders: covered)
         }
     }
 
-    /// Steps 3 (the algorithm) to 8, with the key the token names.
+    /// Step 3's lookup: the key set, then a key just fetched, then the cache.
+    private func lookUp(_ id: UnsafeRawBufferPointer, in keys: KeySet, fetched: SigningKey?, cached: inout SigningKey?,
+                        missing: inout String?) throws(SignCoreError) -> Unmanaged<SigningKey> {
+        if let key = keys.unretainedKey(id: id) { return key }
+        if let fetched, bytesEqual(fetched.idBytes, id) { return Unmanaged.passUnretained(fetched) }
+        if let cache = keyCache {
+            let name = String(decoding: id, as: UTF8.self)
+            switch cache.cached(id: name) {
+            case .some(.some(let key)):
+                cached = key
+                return Unmanaged.passUnretained(key)
+            case .some(.none):
+                break  // known not to exist
+            case .none:
+                missing = name
+            }
+        }
+        throw SignCoreError(.unknownKey, "no key has the token's key id")
+    }
+
+    /// Steps 3 (the algorithm) to 9, with the key the token names.
     private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
-                       method: HTTPMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64,
+                       method: RequestMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64,
                        key: SigningKey) throws(SignCoreError) {
         guard token.signatureByteCount == key.algorithm.signatureByteCount else {
             throw SignCoreError(.algorithmMismatch, "the signature length does not fit the key's algorithm")
@@ -141,7 +273,7 @@ public struct Verifier: Sendable {
         guard now < expires else { throw SignCoreError(.expired, "the token has expired") }
 
         // 6. whash recomputed from what was received, compared with the header in constant time.
-        // (For a URL-class method the whash is also the target digest of step 7.)
+        // (For a URL-class method the whash is also the target digest of step 8.)
         let (whash, target) = SigningInput.digests(method: method, canonicalURL: canonical,
                                                      bodyWHash: request.body.whash(for: method))
         if let sent = request.whash {
@@ -155,7 +287,24 @@ public struct Verifier: Sendable {
             throw SignCoreError(.missingHeader, "the request has no whash header")
         }
 
-        // 7. Target: the token was signed for this method and canonical URL.
+        // 7. Covered headers: every required one covered; the covered values as received.
+        let names = token.headers(in: tokenText)
+        for required in requiredHeaders.names(for: method) {
+            var required = required
+            let isCovered = required.withUTF8 { wanted in
+                CoveredHeaders.names(in: names).contains { bytesEqual(UnsafeRawBufferPointer(rebasing: names[$0]), UnsafeRawBufferPointer(wanted)) }
+            }
+            guard isCovered else {
+                throw SignCoreError(.headerNotCovered, "the token does not cover a header field the verifier requires")
+            }
+        }
+        var headers = SigningInput.Headers.none
+        if token.coveredCount > 0 {
+            headers.count = token.coveredCount
+            headers.digest = try CoveredHeaders.digest(names: names, fields: request.headers)
+        }
+
+        // 8. Target: the token was signed for this method and canonical URL.
         let hintMatches = target.withUnsafeBytes { digest in
             withUnsafeBytes(of: token.targetHint) { hint in constantTimePrefixEqual(digest, hint, WToken.targetHintBytes) }
         }
@@ -163,12 +312,12 @@ public struct Verifier: Sendable {
             throw SignCoreError(.targetMismatch, "the token was signed for another method or URL")
         }
 
-        // 8. Signature over the signing input rebuilt from the request and the token.
+        // 9. Signature over the signing input rebuilt from the request and the token.
         let valid = withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
             var input = ByteWriter(scratch)
             input.append(key.signingInputPrefix)  // the same bytes as the token's key id
             SigningInput.writeRest(target: target, whash: whash, created: token.created, lifetime: token.lifetime,
-                                   nonce: token.nonce, accountByteCount: token.accountByteCount,
+                                   nonce: token.nonce, accountByteCount: token.accountByteCount, headers: headers,
                                    into: &input) { token.appendAccount(in: tokenText, to: &$0) }
             return withUnsafeBytes(of: token.signature) { signature in
                 key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]),

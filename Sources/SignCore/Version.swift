@@ -2,7 +2,7 @@ import CSignShim
 
 /// The specification this build implements (docs/SPEC.md).
 public enum SignCoreVersion {
-    public static let spec = "SignCore/2"
+    public static let spec = "SignCore/3"
 }
 
 /// One-time library start (libsodium's `sodium_init`, the nonce generator's fork handler),

@@ -4,17 +4,17 @@
 /// hash the body bytes exactly as sent (an empty body is allowed). A fixed prefix per content
 /// class is hashed first, so a body can never produce the whash of a URL or the other way round:
 ///
-///     whash = SHA-256("SignCore/2 whash url\n"  || method || " " || canonical URL)
-///     whash = SHA-256("SignCore/2 whash body\n" || body)
+///     whash = SHA-256("SignCore/3 whash url\n"  || method || " " || canonical URL)
+///     whash = SHA-256("SignCore/3 whash body\n" || body)
 ///
 /// A URL-class whash covers everything the target digest would, so it is the target digest
 /// too (SPEC §4.2): the canonical URL is hashed once per sign and per verify.
 public enum WHash {
-    static let urlPrefix: StaticString = "SignCore/2 whash url\n"
-    static let bodyPrefix: StaticString = "SignCore/2 whash body\n"
+    static let urlPrefix: StaticString = "SignCore/3 whash url\n"
+    static let bodyPrefix: StaticString = "SignCore/3 whash body\n"
 
     /// The whash of a URL-class request, from its method and canonical URL bytes.
-    public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer, method: HTTPMethod) -> SHA256Digest {
+    public static func ofCanonicalURL(_ canonicalURL: UnsafeRawBufferPointer, method: RequestMethod) -> SHA256Digest {
         SigningInput.digest(prefix: urlPrefix, method: method, canonicalURL: canonicalURL)
     }
 
@@ -27,9 +27,13 @@ public enum WHash {
 
     public static func ofBody(_ body: [UInt8]) -> SHA256Digest { body.withUnsafeBytes { ofBody($0) } }
 
+    /// The whash of an empty body: how a streamed body is known to have had no bytes.
+    static let ofEmptyBody = ofBody(UnsafeRawBufferPointer(start: nil, count: 0))
+
     /// The whash for `method` and `url` (and `body` for body-class methods). The body of a
-    /// URL-class method is ignored, as a server ignores it.
-    public static func compute(method: HTTPMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
+    /// URL-class method is not part of its whash (SPEC §3.2; a signer and a verifier refuse a
+    /// non-empty one unless told to allow it unsigned).
+    public static func compute(method: RequestMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
         if method.contentClass == .body { return ofBody(body) }
         return try withUTF8(of: url) { (raw) throws(SignCoreError) in try CanonicalURL.withCanonical(raw) { ofCanonicalURL($0, method: method) } }
     }
@@ -69,18 +73,26 @@ public enum WHash {
 }
 
 /// A request body: the bytes, or the whash of bytes that were streamed through
-/// `WHash.BodyHasher` (SPEC §3.2).
+/// `WHash.BodyHasher` or are held elsewhere (`.whash(WHash.ofBody(buffer))`: no copy) (SPEC §3.2).
 public enum RequestBody: Sendable {
     case bytes([UInt8])
     case whash(SHA256Digest)
 
     /// The body's whash if `method` is body-class; nil for a URL-class method, whose whash is
     /// its canonical URL's. A plain digest, unlike the body, costs nothing to pass around.
-    func whash(for method: HTTPMethod) -> SHA256Digest? {
+    func whash(for method: RequestMethod) -> SHA256Digest? {
         guard method.contentClass == .body else { return nil }
         switch self {
         case .bytes(let bytes): return WHash.ofBody(bytes)
         case .whash(let digest): return digest
+        }
+    }
+
+    /// Whether there are no body bytes (a streamed body: its whash is that of no bytes).
+    var isEmpty: Bool {
+        switch self {
+        case .bytes(let bytes): bytes.isEmpty
+        case .whash(let digest): digest == WHash.ofEmptyBody
         }
     }
 }

@@ -1,13 +1,14 @@
 import CSignShim
 
-/// The wtoken header value (SPEC §4.1): ASCII, header-safe, eight dot-separated fields.
+/// The wtoken header value (SPEC §4.1): ASCII, header-safe, nine dot-separated fields.
 ///
-///     v2.<kid>.<created>.<lifetime>.<nonce>.<target>.<account>.<signature>
+///     v3.<kid>.<created>.<lifetime>.<nonce>.<target>.<account>.<headers>.<signature>
 ///
 /// The token carries only what a verifier cannot take from the request itself; the method,
-/// canonical URL and whash are bound through the signature over the signing input (§4.2).
+/// canonical URL, whash and covered header values are bound through the signature over the
+/// signing input (§4.2).
 public struct WToken: Sendable, Equatable {
-    public static let version = "v2"
+    public static let version = "v3"
     /// Longest token accepted, in bytes; longer header values are refused before parsing.
     public static let maxLength = 1024
     /// Longest account, in UTF-8 bytes.
@@ -30,19 +31,24 @@ public struct WToken: Sendable, Equatable {
     public var targetHint: [UInt8]
     /// The end-user account the client set, if any (empty means none).
     public var account: String
+    /// The names of the header fields the signature covers: lower case, sorted (§4.3).
+    public var coveredHeaders: [String]
     public var signature: [UInt8]
 
     public var expires: Int64 { created + lifetime }
 
     /// The header value.
     public var encoded: String {
-        var keyID = keyID, account = account
+        var keyID = keyID, account = account, headers = coveredHeaders.joined(separator: ",")
         return keyID.withUTF8 { kid in
             account.withUTF8 { account in
-                targetHint.withUnsafeBytes { hint in
-                    signature.withUnsafeBytes { signature in
-                        WToken.encode(keyID: UnsafeRawBufferPointer(kid), created: created, lifetime: lifetime, nonce: nonce,
-                                      targetHint: hint, account: UnsafeRawBufferPointer(account), signature: signature)
+                headers.withUTF8 { headers in
+                    targetHint.withUnsafeBytes { hint in
+                        signature.withUnsafeBytes { signature in
+                            WToken.encode(keyID: UnsafeRawBufferPointer(kid), created: created, lifetime: lifetime, nonce: nonce,
+                                          targetHint: hint, account: UnsafeRawBufferPointer(account),
+                                          headers: UnsafeRawBufferPointer(headers), signature: signature)
+                        }
                     }
                 }
             }
@@ -59,30 +65,34 @@ public struct WToken: Sendable, Equatable {
                           lifetime: fields.lifetime, nonce: fields.nonce,
                           targetHint: withUnsafeBytes(of: fields.targetHint) { Array($0.prefix(WToken.targetHintBytes)) },
                           account: fields.account(in: bytes),
+                          coveredHeaders: CoveredHeaders.names(in: fields.headers(in: bytes)).map {
+                              String(decoding: fields.headers(in: bytes)[$0], as: UTF8.self)
+                          },
                           signature: withUnsafeBytes(of: &signature) { Array($0.prefix(fields.signatureByteCount)) })
         }
     }
 
-    init(keyID: String, created: Int64, lifetime: Int64, nonce: Nonce, targetHint: [UInt8], account: String, signature: [UInt8]) {
+    init(keyID: String, created: Int64, lifetime: Int64, nonce: Nonce, targetHint: [UInt8], account: String,
+         coveredHeaders: [String], signature: [UInt8]) {
         self.keyID = keyID
         self.created = created
         self.lifetime = lifetime
         self.nonce = nonce
         self.targetHint = targetHint
         self.account = account
+        self.coveredHeaders = coveredHeaders
         self.signature = signature
     }
 
     /// Builds the header value in one allocation (the signer's path).
     static func encode(keyID: UnsafeRawBufferPointer, created: Int64, lifetime: Int64, nonce: Nonce,
                        targetHint: UnsafeRawBufferPointer, account: UnsafeRawBufferPointer,
-                       signature: UnsafeRawBufferPointer) -> String {
-        let length = 3 + keyID.count + 1 + decimalDigits(created) + 1 + decimalDigits(lifetime) + 1
-            + Base64URL.encodedLength(Nonce.byteCount) + 1 + Base64URL.encodedLength(targetHint.count) + 1
-            + Base64URL.encodedLength(account.count) + 1 + Base64URL.encodedLength(signature.count)
+                       headers: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> String {
+        let length = encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, account: account.count,
+                                   headers: headers.count, signature: signature.count)
         return String(unsafeUninitializedCapacity: length) { buffer in
             var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
-            out.append("v2.")
+            out.append("v3.")
             out.append(keyID)
             out.append(UInt8(ascii: "."))
             out.appendDecimal(created)
@@ -95,9 +105,18 @@ public struct WToken: Sendable, Equatable {
             out.append(UInt8(ascii: "."))
             Base64URL.append(account, to: &out)
             out.append(UInt8(ascii: "."))
+            out.append(headers)
+            out.append(UInt8(ascii: "."))
             Base64URL.append(signature, to: &out)
             return out.count
         }
+    }
+
+    /// The length of an encoded token with fields of these sizes.
+    static func encodedLength(keyID: Int, created: Int64, lifetime: Int64, account: Int, headers: Int, signature: Int) -> Int {
+        3 + keyID + 1 + decimalDigits(created) + 1 + decimalDigits(lifetime) + 1
+            + Base64URL.encodedLength(Nonce.byteCount) + 1 + Base64URL.encodedLength(targetHintBytes) + 1
+            + Base64URL.encodedLength(account) + 1 + headers + 1 + Base64URL.encodedLength(signature)
     }
 
     private static func decimalDigits(_ value: Int64) -> Int {
@@ -116,6 +135,10 @@ struct TokenFields {
     var targetHint: UInt64 = 0
     /// The account's base64url text; validated here, decoded again where it is used.
     var accountText: Range<Int>
+    /// The covered header names (§4.3), validated; empty when none.
+    var headersText: Range<Int>
+    /// How many names `headersText` lists.
+    var coveredCount: Int
     /// The signature, 32 or 64 bytes, in fixed storage.
     var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
     var signatureByteCount: Int
@@ -124,13 +147,13 @@ struct TokenFields {
         guard text.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
         let fields = FieldBounds(text)
         let field = { (n: Int) in fields[n] }
-        guard field(0).count == 2, text[0] == UInt8(ascii: "v"), text[1] == UInt8(ascii: "2") else {
-            if fields.count > 1, text.first == UInt8(ascii: "v") {
-                throw SignCoreError(.unsupportedVersion, "the wtoken version is not v2")
+        guard field(0).count == 2, text[0] == UInt8(ascii: "v"), text[1] == UInt8(ascii: "3") else {
+            if fields.count > 1, Self.isVersionField(text[field(0)]) {
+                throw SignCoreError(.unsupportedVersion, "the wtoken version is not v3")
             }
-            throw Self.malformed("the wtoken does not start with v2.")
+            throw Self.malformed("the wtoken does not start with v3.")
         }
-        guard fields.count == 8 else { throw Self.malformed("the wtoken must have 8 fields") }
+        guard fields.count == 9 else { throw Self.malformed("the wtoken must have 9 fields") }
 
         keyID = field(1)
         guard (1...SigningKey.maxKeyIDLength).contains(keyID.count),
@@ -165,7 +188,13 @@ struct TokenFields {
         guard accountValid else {
             throw Self.malformed("the account field is not base64url of at most 256 bytes of UTF-8")
         }
-        let signatureText = field(7)
+        headersText = field(7)
+        let headers = UnsafeRawBufferPointer(rebasing: text[headersText])
+        guard CoveredHeaders.isValidField(headers) else {
+            throw Self.malformed("the headers field is not 0-16 sorted lower-case header names joined by commas")
+        }
+        coveredCount = headers.isEmpty ? 0 : 1 + headers.reduce(0) { $0 + ($1 == UInt8(ascii: ",") ? 1 : 0) }
+        let signatureText = field(8)
         guard signatureText.count == 43 || signatureText.count == 86 else {
             throw Self.malformed("the signature field is not 32 or 64 bytes of base64url")
         }
@@ -175,11 +204,11 @@ struct TokenFields {
         }
     }
 
-    /// Where the first 8 dot-separated fields of a header value lie, in fixed storage.
+    /// Where the first 9 dot-separated fields of a header value lie, in fixed storage.
     private struct FieldBounds {
-        /// Start of field k, for k in 0...8; the field ends one byte before the next start.
-        private var starts: (Int, Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
-        /// Number of fields (may exceed 8; only the first 8 are located).
+        /// Start of field k, for k in 0...9; the field ends one byte before the next start.
+        private var starts: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        /// Number of fields (may exceed 9; only the first 9 are located).
         private(set) var count = 1
 
         init(_ text: UnsafeRawBufferPointer) {
@@ -187,15 +216,15 @@ struct TokenFields {
             withUnsafeMutableBytes(of: &starts) { raw in
                 let starts = raw.bindMemory(to: Int.self)
                 guard let first = starts.baseAddress else { return }
-                // The first eight dots go to starts[1...8]; each field starts one byte after its dot.
-                count += sc_find_byte(text.baseAddress, text.count, UInt8(ascii: "."), first + 1, 8)
-                for k in 1..<min(count, 9) { starts[k] += 1 }
-                if count <= 8 { starts[count] = text.count + 1 }
+                // The first nine dots go to starts[1...9]; each field starts one byte after its dot.
+                count += sc_find_byte(text.baseAddress, text.count, UInt8(ascii: "."), first + 1, 9)
+                for k in 1..<min(count, 10) { starts[k] += 1 }
+                if count <= 9 { starts[count] = text.count + 1 }
             }
             self.count = count
         }
 
-        /// Field `n` (n < min(count, 8)).
+        /// Field `n` (n < min(count, 9)).
         subscript(n: Int) -> Range<Int> {
             withUnsafeBytes(of: starts) { raw in
                 let starts = raw.bindMemory(to: Int.self)
@@ -210,6 +239,11 @@ struct TokenFields {
     }
 
     var accountByteCount: Int { Base64URL.decodedLength(accountText.count) ?? 0 }
+
+    /// The covered header names' field.
+    func headers(in text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: text[headersText])
+    }
 
     /// The account as a string; small accounts (up to 15 bytes) need no allocation.
     func account(in text: UnsafeRawBufferPointer) -> String {
@@ -242,6 +276,14 @@ struct TokenFields {
             value = value &* 10 &+ Int64(digit)
         }
         return !notDigit && value <= max ? value : nil
+    }
+
+    /// A version field (§4.1): `v` and 1–3 decimal digits without a leading zero (`v1`, `v2`,
+    /// `v10`); any other first field is `malformedToken`.
+    private static func isVersionField(_ field: Slice<UnsafeRawBufferPointer>) -> Bool {
+        let digits = field.dropFirst()
+        guard field.first == UInt8(ascii: "v"), (1...3).contains(digits.count), digits.first != UInt8(ascii: "0") else { return false }
+        return digits.allSatisfy { (0x30...0x39).contains($0) }
     }
 
     private static func malformed(_ detail: String) -> SignCoreError { SignCoreError(.malformedToken, detail) }

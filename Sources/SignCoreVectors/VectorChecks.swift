@@ -52,10 +52,10 @@ public enum VectorCheck {
 
     public static func whash(_ tc: WHashVectors.Case) -> [String] {
         guard let body = BodySpec.bytes(of: tc.body) else { return ["tcId \(tc.tcId): unknown body formula"] }
-        let got = Outcome { try WHash.compute(method: try HTTPMethod(token: tc.method), url: tc.url ?? "", body: body).description }
+        let got = Outcome { try WHash.compute(method: try RequestMethod(token: tc.method), url: tc.url ?? "", body: body).description }
         var problems = compare(got, Outcome(result: tc.result, expected: tc.expected, error: tc.error), tc.tcId)
         // The incremental hasher, fed in uneven chunks, agrees with the one-shot value.
-        if case let .valid(expected) = got, HTTPMethod(rawValue: tc.method)?.contentClass == .body {
+        if case let .valid(expected) = got, RequestMethod(rawValue: tc.method)?.contentClass == .body {
             var hasher = WHash.BodyHasher()
             var offset = 0, chunk = 1
             while offset < body.count {
@@ -70,28 +70,41 @@ public enum VectorCheck {
     }
 
     public static func sign(_ tc: WTokenVectors.SignCase, in file: WTokenVectors) -> [String] {
+        let fields = (tc.headers ?? []).map { HeaderField($0[0], $0[1]) }
+        guard let body = BodySpec.bytes(of: tc.body), let nonceBytes = [UInt8](hex: tc.nonce),
+              let nonce = Nonce(bytes: nonceBytes) else { return ["tcId \(tc.tcId): bad body or nonce"] }
+        guard let expected = tc.expected else {
+            let got = Outcome {
+                let signer = try Signer(key: try file.key(tc.key), lifetime: tc.lifetime, account: tc.account,
+                                        coveredHeaders: tc.coveredHeaders ?? [])
+                return try signer.sign(method: try RequestMethod(token: tc.method), url: tc.url, body: body, headers: fields,
+                                       created: tc.created, nonce: nonce).wtoken
+            }
+            return compare(got, Outcome(result: tc.result, expected: nil, error: tc.error), tc.tcId)
+        }
         do {
             let key = try file.key(tc.key)
-            let method = try HTTPMethod(token: tc.method)
-            guard let body = BodySpec.bytes(of: tc.body), let nonceBytes = [UInt8](hex: tc.nonce),
-                  let nonce = Nonce(bytes: nonceBytes) else { return ["tcId \(tc.tcId): bad body or nonce"] }
+            let method = try RequestMethod(token: tc.method)
+            let signer = try Signer(key: key, lifetime: tc.lifetime, account: tc.account, coveredHeaders: tc.coveredHeaders ?? [])
             let canonical = try CanonicalURL.canonicalize(tc.url)
             let whash = try WHash.compute(method: method, url: tc.url, body: body)
             let target = Array(canonical.utf8).withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
+            let headersDigest = try signer.coveredHeadersDigest(fields)
             let input = try SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: target, whash: whash,
-                                           created: tc.created, lifetime: tc.lifetime, nonce: nonce, account: tc.account)
-            let headers = try Signer(key: key, lifetime: tc.lifetime, account: tc.account)
-                .sign(method: method, url: tc.url, body: body, created: tc.created, nonce: nonce)
+                                               created: tc.created, lifetime: tc.lifetime, nonce: nonce, account: tc.account,
+                                               headers: headersDigest.map { (signer.coveredHeaders.count, $0) })
+            let headers = try signer.sign(method: method, url: tc.url, body: body, headers: fields, created: tc.created, nonce: nonce)
             var problems: [String] = []
-            func check(_ name: String, _ got: String, _ want: String) {
-                if got != want { problems.append("tcId \(tc.tcId): \(name) is \(got), expected \(want)") }
+            func check(_ name: String, _ got: String?, _ want: String?) {
+                if got != want { problems.append("tcId \(tc.tcId): \(name) is \(got ?? "nil"), expected \(want ?? "nil")") }
             }
-            check("canonicalURL", canonical, tc.expected.canonicalURL)
-            check("whash", whash.description, tc.expected.whash)
-            check("targetDigest", target.bytes.hex, tc.expected.targetDigest)
-            check("signingInput", input.hex, tc.expected.signingInput)
-            check("whash header", headers.whash, tc.expected.whash)
-            check("wtoken", headers.wtoken, tc.expected.wtoken)
+            check("canonicalURL", canonical, expected.canonicalURL)
+            check("whash", whash.description, expected.whash)
+            check("targetDigest", target.bytes.hex, expected.targetDigest)
+            check("headersDigest", headersDigest?.bytes.hex, expected.headersDigest)
+            check("signingInput", input.hex, expected.signingInput)
+            check("whash header", headers.whash, expected.whash)
+            check("wtoken", headers.wtoken, expected.wtoken)
             return problems
         } catch {
             return ["tcId \(tc.tcId): \(error)"]
@@ -99,22 +112,28 @@ public enum VectorCheck {
     }
 
     public static func verify(_ tc: WTokenVectors.VerifyCase, in file: WTokenVectors) async -> [String] {
-        let replayGuard = InMemoryReplayGuard()
+        let replayGuard: InMemoryReplayGuard
+        let verifier: Verifier
         var keys = KeySet()
+        guard let body = BodySpec.bytes(of: tc.request.body) else { return ["tcId \(tc.tcId): bad body"] }
         do {
+            replayGuard = try InMemoryReplayGuard(capacity: 1000, maxShare: 1)
             for name in tc.verifierKeys { try keys.add(try file.key(name)) }
-            for hex in tc.seenNonces {
-                guard let nonce = [UInt8](hex: hex).flatMap({ Nonce(bytes: $0) }) else { return ["tcId \(tc.tcId): bad nonce"] }
-                try replayGuard.record(nonce: nonce, expires: .max, now: 0)
+            for seen in tc.seen ?? [] {
+                guard let nonce = [UInt8](hex: seen.nonce).flatMap({ Nonce(bytes: $0) }) else { return ["tcId \(tc.tcId): bad nonce"] }
+                try replayGuard.record(keyID: seen.kid, nonce: nonce, expires: .max, now: 0)
             }
+            let now = tc.now
+            verifier = try Verifier(keys: keys, replayGuard: replayGuard, skew: tc.skew ?? 30, maxLifetime: tc.maxLifetime ?? 300,
+                                    requireWhashHeader: tc.requireWhash ?? true,
+                                    requiredHeaders: try RequiredHeaders(urlMethods: tc.requiredHeaders?.url ?? [],
+                                                                         bodyMethods: tc.requiredHeaders?.body ?? []),
+                                    clock: { now })
         } catch {
             return ["tcId \(tc.tcId): \(error)"]
         }
-        guard let body = BodySpec.bytes(of: tc.request.body) else { return ["tcId \(tc.tcId): bad body"] }
-        let now = tc.now
-        let verifier = Verifier(keys: keys, replayGuard: replayGuard, skew: tc.skew, maxLifetime: tc.maxLifetime,
-                                requireWhashHeader: tc.requireWhash, clock: { now })
         let request = ReceivedRequest(method: tc.request.method, url: tc.request.url, body: .bytes(body),
+                                      headers: (tc.request.headers ?? []).map { HeaderField($0[0], $0[1]) },
                                       whash: tc.request.whash, wtoken: tc.request.wtoken)
         let got: Outcome
         do {

@@ -85,6 +85,8 @@ public struct WTokenVectors: Decodable, Sendable {
             public let whash: String
             public let targetDigest: String
             public let signingInput: String
+            /// Hex of the covered headers' digest (SPEC §4.3), when the token covers any.
+            public let headersDigest: String?
             public let wtoken: String
         }
 
@@ -98,7 +100,13 @@ public struct WTokenVectors: Decodable, Sendable {
         public let lifetime: Int64
         public let nonce: String
         public let account: String
-        public let expected: Expected
+        /// Names the signer covers, as configured (any case, any order).
+        public let coveredHeaders: [String]?
+        /// The request's header fields, `[name, value]` in order.
+        public let headers: [[String]]?
+        public let result: String
+        public let expected: Expected?
+        public let error: String?
     }
 
     public struct Request: Decodable, Sendable {
@@ -107,6 +115,19 @@ public struct WTokenVectors: Decodable, Sendable {
         public let body: BodySpec?
         public let whash: String?
         public let wtoken: String?
+        /// The request's header fields, `[name, value]` in order.
+        public let headers: [[String]]?
+    }
+
+    /// A (key id, nonce) pair the replay guard already holds.
+    public struct Seen: Decodable, Sendable {
+        public let kid: String
+        public let nonce: String
+    }
+
+    public struct RequiredHeaders: Decodable, Sendable {
+        public let url: [String]?
+        public let body: [String]?
     }
 
     public struct VerifyCase: Decodable, Sendable {
@@ -121,10 +142,12 @@ public struct WTokenVectors: Decodable, Sendable {
         public let comment: String
         public let verifierKeys: [String]
         public let now: Int64
-        public let skew: Int64
-        public let maxLifetime: Int64
-        public let requireWhash: Bool
-        public let seenNonces: [String]
+        /// Absent: the default (30, 300, true).
+        public let skew: Int64?
+        public let maxLifetime: Int64?
+        public let requireWhash: Bool?
+        public let requiredHeaders: RequiredHeaders?
+        public let seen: [Seen]?
         public let request: Request
         public let result: String
         public let expected: Expected?

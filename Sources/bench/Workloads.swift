@@ -5,7 +5,7 @@ import SignCore
 struct RequestFixture: Sendable {
     var name: String
     var size: String
-    var method: HTTPMethod
+    var method: RequestMethod
     var url: String
     var body: [UInt8]
 
@@ -71,7 +71,7 @@ final class AlgorithmFixture: @unchecked Sendable {
             hmac = nil
         }
         // A replay guard big enough for every token a run verifies within a token lifetime.
-        verifier = Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: InMemoryReplayGuard(capacity: 8_000_000))
+        verifier = try Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: InMemoryReplayGuard(capacity: 8_000_000, maxShare: 1))
     }
 
     deinit {

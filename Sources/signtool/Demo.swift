@@ -14,7 +14,7 @@ struct Demo: AsyncParsableCommand {
         let signer = orFail { try Signer(key: hmacKey, lifetime: 60, account: "alice", clock: clock.read) }
         let edSigner = orFail { try Signer(key: edKey, lifetime: 60, clock: clock.read) }
         let keys = orFail { try KeySet([hmacKey, edKey.publicOnly()]) }
-        let verifier = Verifier(keys: keys, replayGuard: InMemoryReplayGuard(), skew: 30, maxLifetime: 300, clock: clock.read)
+        let verifier = orFail { try Verifier(keys: keys, replayGuard: InMemoryReplayGuard(), skew: 30, maxLifetime: 300, clock: clock.read) }
 
         print("SignCore demo (\(SignCoreVersion.spec)): HS256 key \(hmacKey.id.prefix(12))..., Ed25519 key \(edKey.id.prefix(12))...")
         let post = orFail { try signer.sign(method: .post, url: url, body: body) }

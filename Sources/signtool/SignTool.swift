@@ -34,7 +34,7 @@ func readText(_ path: String) -> String {
     return text
 }
 
-func parseMethod(_ token: String) -> HTTPMethod { orFail { try HTTPMethod(token: token) } }
+func parseMethod(_ token: String) -> RequestMethod { orFail { try RequestMethod(token: token) } }
 
 extension SignatureAlgorithm: ExpressibleByArgument {
     public init?(argument: String) {

@@ -28,8 +28,10 @@ struct Verify: AsyncParsableCommand {
     func run() async {
         let keySet = orFail { try KeySet(jwks: readText(keys)) }
         let fixedNow = now
-        let verifier = Verifier(keys: keySet, replayGuard: InMemoryReplayGuard(), skew: skew, maxLifetime: maxLifetime,
-                                clock: { fixedNow ?? SystemClock.seconds() })
+        let verifier = orFail {
+            try Verifier(keys: keySet, replayGuard: InMemoryReplayGuard(), skew: skew, maxLifetime: maxLifetime,
+                         clock: { fixedNow ?? SystemClock.seconds() })
+        }
         let received = ReceivedRequest(method: request.method, url: request.url, body: .bytes(request.bodyBytes),
                                        whash: whash, wtoken: wtoken)
         do {

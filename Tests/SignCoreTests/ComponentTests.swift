@@ -2,101 +2,6 @@ import Foundation
 import Testing
 @testable import SignCore
 
-@Suite struct ReplayGuardTests {
-    @Test func refusesWhenFullAndNeverForgetsAnUnexpiredNonce() async throws {
-        let guardian = InMemoryReplayGuard(capacity: 4, shardCount: 1)
-        let nonces = (0..<5).map { _ in Nonce.random() }
-        for nonce in nonces.prefix(4) { try guardian.record(nonce: nonce, expires: 100, now: 0) }
-        let full = #expect(throws: SignCoreError.self) { try guardian.record(nonce: nonces[4], expires: 100, now: 1) }
-        #expect(full?.code == .overloaded)
-        // Still remembered after the refusal.
-        for nonce in nonces.prefix(4) {
-            let replay = #expect(throws: SignCoreError.self) { try guardian.record(nonce: nonce, expires: 100, now: 2) }
-            #expect(replay?.code == .replayed)
-        }
-    }
-
-    /// A full table is scanned for expired entries at most once per second: a flood of new
-    /// nonces against a full guard cannot make every verify rescan the whole table.
-    @Test func fullTableRescansOncePerSecond() throws {
-        var table = NonceTable()
-        func record(_ nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
-            var hasher = Hasher()
-            hasher.combine(nonce.words.0)
-            hasher.combine(nonce.words.1)
-            try table.record(nonce: nonce, hash: UInt64(UInt(bitPattern: hasher.finalize())), expires: expires, now: now, limit: 8)
-        }
-        for _ in 0..<8 { try record(.random(), expires: 100, now: 0) }
-        let scansWhenFull = table.scans
-        for _ in 0..<50 {
-            let error = #expect(throws: SignCoreError.self) { try record(.random(), expires: 100, now: 5) }
-            #expect(error?.code == .overloaded)
-        }
-        #expect(table.scans == scansWhenFull + 1)  // the first refusal scanned, the other 49 did not
-        #expect(throws: SignCoreError.self) { try record(.random(), expires: 100, now: 6) }
-        #expect(table.scans == scansWhenFull + 2)  // time moved on: one more scan
-        try record(.random(), expires: 200, now: 100)  // everything expired: room again
-        #expect(table.used == 1)
-    }
-
-    /// The keyed hash spreads nonces evenly over the shards: a guard holds 75 % of its capacity
-    /// without any shard reaching its own limit (1000 here; about 750 ± 27 each when spread,
-    /// all in one shard when the spread is broken).
-    @Test func shardsShareTheLoad() throws {
-        let guardian = InMemoryReplayGuard(capacity: 64_000, shardCount: 64)
-        for _ in 0..<48_000 { try guardian.record(nonce: .random(), expires: 100, now: 0) }
-        #expect(guardian.count == 48_000)
-    }
-
-    @Test func expiredEntriesLeaveOnTheirOwn() throws {
-        let guardian = InMemoryReplayGuard(capacity: 100, shardCount: 1)
-        for i in 0..<100 { try guardian.record(nonce: .random(), expires: Int64(10 + i % 10), now: 0) }
-        #expect(guardian.count == 100)
-        // At t = 15 the entries expiring at 10...15 are gone, so there is room again.
-        try guardian.record(nonce: .random(), expires: 50, now: 15)
-        #expect(guardian.count == 100 - 60 + 1)
-        // A nonce may be used again only once its token has expired.
-        let nonce = Nonce.random()
-        try guardian.record(nonce: nonce, expires: 30, now: 20)
-        #expect(throws: SignCoreError.self) { try guardian.record(nonce: nonce, expires: 30, now: 29) }
-        try guardian.record(nonce: nonce, expires: 60, now: 30)
-    }
-
-    /// Tables of 2 MiB and more come from mmap: growing into them, rebuilding between them and
-    /// shrinking back out of them keeps every unexpired nonce and drops the expired ones.
-    @Test func largeTablesKeepEveryNonce() throws {
-        let guardian = InMemoryReplayGuard(capacity: 100_000, shardCount: 1)
-        let nonces = (0..<40_000).map { _ in Nonce.random() }
-        for nonce in nonces { try guardian.record(nonce: nonce, expires: 100, now: 0) }
-        #expect(guardian.count == nonces.count)
-        var replays = 0
-        for nonce in nonces {
-            do throws(SignCoreError) { try guardian.record(nonce: nonce, expires: 100, now: 1) } catch {
-                if error.code == .replayed { replays += 1 }
-            }
-        }
-        #expect(replays == nonces.count)
-        // Once they have expired they make room: 110 000 nonces pass through a guard of 100 000.
-        for _ in 0..<70_000 { try guardian.record(nonce: .random(), expires: 300, now: 200) }
-        #expect(guardian.count == 70_000)
-        try guardian.record(nonce: nonces[0], expires: 300, now: 200)  // expired: usable again
-    }
-
-    @Test func shardedGuardIsThreadSafe() async throws {
-        let guardian = InMemoryReplayGuard(capacity: 100_000)
-        let nonces = (0..<2000).map { _ in Nonce.random() }
-        // Every nonce offered twice, concurrently: exactly one success each.
-        let accepted = await withTaskGroup(of: Int.self) { group in
-            for nonce in nonces + nonces {
-                group.addTask { (try? guardian.record(nonce: nonce, expires: 100, now: 0)) != nil ? 1 : 0 }
-            }
-            return await group.reduce(0, +)
-        }
-        #expect(accepted == nonces.count)
-        #expect(guardian.count == nonces.count)
-    }
-}
-
 @Suite struct KeyTests {
     /// Small sets are searched by comparing ids, large ones through the dictionary: both find
     /// exactly the keys present, byte for byte.
@@ -170,10 +75,10 @@ import Testing
 @Suite struct EncodingTests {
     /// Methods are exact, case-sensitive tokens: each one parses, near misses do not.
     @Test func methodTokensAreExact() throws {
-        for method in HTTPMethod.allCases { #expect(try HTTPMethod(token: method.rawValue) == method) }
+        for method in RequestMethod.allCases { #expect(try RequestMethod(token: method.rawValue) == method) }
         for token in ["", "get", "Get", "GETS", "GE", "PUSH", "PUTS", "HEAP", "POTS", "PATCHY", "PATHC", "DELETED", "OPTION",
                       "OPTIONZ", "CONNECT", "TRACE", "G\u{0}T", "PÖST"] {
-            let error = #expect(throws: SignCoreError.self) { try HTTPMethod(token: token) }
+            let error = #expect(throws: SignCoreError.self) { try RequestMethod(token: token) }
             #expect(error?.code == .unsupportedMethod, "\(token)")
         }
     }
@@ -251,9 +156,11 @@ import Testing
 
     @Test func signerRefusesBadSettingsAndInput() throws {
         let key = try SigningKey.generate(.hmacSHA256)
-        #expect((try? Signer(key: key, lifetime: 0)) == nil)
-        let tooLong = #expect(throws: SignCoreError.self) { _ = try Signer(key: key, lifetime: 86_401) }
-        #expect(tooLong?.code == .lifetimeTooLong)
+        // Configuration errors are invalidConfiguration (issue 10 §7: `--lifetime 0` said lifetimeTooLong).
+        for lifetime: Int64 in [0, -1, 86_401] {
+            let error = #expect(throws: SignCoreError.self) { _ = try Signer(key: key, lifetime: lifetime) }
+            #expect(error?.code == .invalidConfiguration)
+        }
         let account = #expect(throws: SignCoreError.self) { _ = try Signer(key: key, account: String(repeating: "a", count: 257)) }
         #expect(account?.code == .invalidInput)
         _ = try Signer(key: key, account: String(repeating: "a", count: 256))
@@ -272,7 +179,8 @@ import Testing
 
     @Test func tokenEncodingRoundTrips() throws {
         let token = WToken(keyID: "k1", created: 1_790_000_000, lifetime: 60, nonce: .random(),
-                           targetHint: [1, 2, 3, 4, 5, 6], account: "用户", signature: [UInt8](repeating: 7, count: 64))
+                           targetHint: [1, 2, 3, 4, 5, 6], account: "用户", coveredHeaders: ["content-type", "x-tenant"],
+                           signature: [UInt8](repeating: 7, count: 64))
         #expect(try WToken(parsing: token.encoded) == token)
     }
 
@@ -280,8 +188,8 @@ import Testing
     /// parser; the signing-input builder refuses them with invalidInput.
     @Test func outOfRangeFieldsAreRefusedNotTrapped() throws {
         var token = WToken(keyID: String(repeating: "k", count: 300), created: -5, lifetime: Int64.min, nonce: .random(),
-                           targetHint: [], account: String(repeating: "a", count: 400), signature: [])
-        #expect(token.encoded.hasPrefix("v2.\(token.keyID).-5.-9223372036854775808."))
+                           targetHint: [], account: String(repeating: "a", count: 400), coveredHeaders: [], signature: [])
+        #expect(token.encoded.hasPrefix("v3.\(token.keyID).-5.-9223372036854775808."))
         #expect(throws: SignCoreError.self) { _ = try WToken(parsing: token.encoded) }
         token.created = Int64.max
         #expect(token.encoded.contains(".9223372036854775807."))
@@ -289,7 +197,7 @@ import Testing
         let zero = SHA256Hasher.hash([UInt8]())
         let fine = try SigningInput.bytes(algorithm: .ed25519, keyID: "k", target: zero, whash: zero, created: 0,
                                           lifetime: 1, nonce: .random(), account: String(repeating: "a", count: 256))
-        #expect(fine.count == 18 + 1 + 5 + 1 + 1 + 32 + 32 + 8 + 4 + 16 + 2 + 256)
+        #expect(fine.count == 18 + 1 + 5 + 1 + 1 + 32 + 32 + 8 + 4 + 16 + 2 + 256 + 1)
         for (keyID, account, created, lifetime) in [("", "", Int64(0), Int64(1)), (String(repeating: "k", count: 65), "", 0, 1),
                                                     ("k", String(repeating: "a", count: 257), 0, 1), ("k", "", -1, 1),
                                                     ("k", "", 100_000_000_000, 1), ("k", "", 0, 0), ("k", "", 0, 86_401)] {

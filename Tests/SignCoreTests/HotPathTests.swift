@@ -85,7 +85,7 @@ import Glibc
     @Test func keyIdBytesAndPrefixMatchTheSpec() throws {
         let key = try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 32), id: "kid-1")
         #expect(Array(key.idBytes) == Array("kid-1".utf8))
-        #expect(Array(key.signingInputPrefix) == Array("SignCore/2 wtoken\n".utf8) + [5] + Array("HS256".utf8) + [5] + Array("kid-1".utf8))
+        #expect(Array(key.signingInputPrefix) == Array("SignCore/3 wtoken\n".utf8) + [5] + Array("HS256".utf8) + [5] + Array("kid-1".utf8))
     }
 
     /// Nonces from the per-thread generator never repeat, across threads either.

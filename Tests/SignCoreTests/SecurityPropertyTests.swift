@@ -12,11 +12,12 @@ import Testing
         var rng = SystemRandomNumberGenerator()
         let pieces = ["a", "B", "%41", "caf%C3%A9", "é", "x+y", "~", "(1)", "..", "."]
         for _ in 0..<50 {
-            let method = HTTPMethod.allCases.randomElement(using: &rng)!
+            let method = RequestMethod.allCases.randomElement(using: &rng)!
             let path = (0..<Int.random(in: 0...4, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined(separator: "/")
             let query = (0..<Int.random(in: 0...4, using: &rng)).map { _ in "\(pieces.randomElement(using: &rng)!)=\(pieces.randomElement(using: &rng)!)" }
             let url = "https://host\(Int.random(in: 0..<9, using: &rng)).example/\(path)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
-            let body = (0..<Int.random(in: 0..<300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let body = method.contentClass == .url ? []  // SPEC §3.2: a URL-class method carries no body
+                : (0..<Int.random(in: 0..<300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             let headers = try pair.signer.sign(method: method, url: url, body: body)
             let verified = try await pair.verifier.verify(received(method.rawValue, url, body, headers))
             #expect(verified.keyID == pair.key.id)
@@ -40,7 +41,7 @@ import Testing
         #expect(await code(received("PUT", Self.url, Self.body, post)) == .targetMismatch)
         // A URL-class whash covers the method: the whash header catches the change first, and
         // a whash header recomputed for the new method still leaves the target hint unmatched.
-        for method in [HTTPMethod.delete, .head, .options] {
+        for method in [RequestMethod.delete, .head, .options] {
             #expect(await code(received(method.rawValue, Self.url, [], get)) == .whashMismatch)
             let rehashed = SignedHeaders(whash: try WHash.compute(method: method, url: Self.url).description, wtoken: get.wtoken)
             #expect(await code(received(method.rawValue, Self.url, [], rehashed)) == .targetMismatch)
@@ -61,7 +62,7 @@ import Testing
         #expect(await code(received("POST", Self.url, tampered, forgedWHash)) == .badSignature)
         // key: the same key id bound to another key
         let impostor = try SigningKey.generate(algorithm, id: pair.key.id)
-        let other = Verifier(keys: try KeySet([impostor.publicOnly()]), replayGuard: InMemoryReplayGuard(), clock: pair.clock.function)
+        let other = try Verifier(keys: try KeySet([impostor.publicOnly()]), replayGuard: try InMemoryReplayGuard(), clock: pair.clock.function)
         #expect(await errorCode { _ = try other.check(received("POST", Self.url, Self.body, post)) } == .badSignature)
         // time, nonce, account: token fields changed
         let token = try WToken(parsing: post.wtoken)
@@ -139,19 +140,51 @@ import Testing
         #expect(await errorCode { _ = try long.verifier.check(received("GET", Self.url, [], longHeaders)) } == .lifetimeTooLong)
     }
 
+    /// SPEC §6.3: keys replaced while the verifier serves; the replay guard keeps its nonces.
     @Test func keyRotation() async throws {
         let clock = TestClock(1_790_000_000)
         let old = try SigningKey.generate(.ed25519), new = try SigningKey.generate(.ed25519)
         let oldSigner = try Signer(key: old, clock: clock.function), newSigner = try Signer(key: new, clock: clock.function)
-        let both = Verifier(keys: try KeySet([old.publicOnly(), new.publicOnly()]), replayGuard: InMemoryReplayGuard(), clock: clock.function)
-        _ = try await both.verify(received("GET", Self.url, [], try oldSigner.sign(method: .get, url: Self.url)))
-        _ = try await both.verify(received("GET", Self.url, [], try newSigner.sign(method: .get, url: Self.url)))
-        var keys = both.keys
-        keys.remove(id: old.id)
-        let rotated = Verifier(keys: keys, replayGuard: InMemoryReplayGuard(), clock: clock.function)
-        let fromOldKey = received("GET", Self.url, [], try oldSigner.sign(method: .get, url: Self.url))
-        #expect(await errorCode { _ = try await rotated.verify(fromOldKey) } == .unknownKey)
-        _ = try await rotated.verify(received("GET", Self.url, [], try newSigner.sign(method: .get, url: Self.url)))
+        let verifier = try Verifier(keys: try KeySet([old.publicOnly()]), replayGuard: try InMemoryReplayGuard(), clock: clock.function)
+        let early = received("GET", Self.url, [], try oldSigner.sign(method: .get, url: Self.url))
+        _ = try await verifier.verify(early)
+        let fromNewKey = received("GET", Self.url, [], try newSigner.sign(method: .get, url: Self.url))
+        #expect(await errorCode { _ = try await verifier.verify(fromNewKey) } == .unknownKey)
+        // Add the new key: both verify; a copy of the verifier sees the change too.
+        let copy = verifier
+        verifier.replaceKeys(try KeySet([old.publicOnly(), new.publicOnly()]))
+        _ = try await copy.verify(fromNewKey)
+        _ = try await verifier.verify(received("GET", Self.url, [], try oldSigner.sign(method: .get, url: Self.url)))
+        #expect(await errorCode { _ = try await verifier.verify(early) } == .replayed)  // replay state kept
+        // Remove the old key: its tokens are refused.
+        verifier.replaceKeys(try KeySet([new.publicOnly()]))
+        let late = received("GET", Self.url, [], try oldSigner.sign(method: .get, url: Self.url))
+        #expect(await errorCode { _ = try await verifier.verify(late) } == .unknownKey)
+        #expect(verifier.keys.ids == [new.id])
+    }
+
+    /// Keys replaced by one task while others verify: every verify sees a whole key set.
+    @Test func keysReplacedWhileVerifying() async throws {
+        let clock = TestClock(1_790_000_000)
+        let a = try SigningKey.generate(.hmacSHA256), b = try SigningKey.generate(.hmacSHA256)
+        let signer = try Signer(key: a, clock: clock.function)
+        let verifier = try Verifier(keys: try KeySet([a, b]), replayGuard: try InMemoryReplayGuard(), clock: clock.function)
+        let requests = try (0..<2000).map { _ in received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url)) }
+        let accepted = await withTaskGroup(of: Int.self) { group in
+            group.addTask {
+                for round in 0..<200 { verifier.replaceKeys((try? KeySet(round % 2 == 0 ? [b, a] : [a, b])) ?? KeySet()) }
+                return 0
+            }
+            for chunk in 0..<4 {
+                group.addTask {
+                    var ok = 0
+                    for request in requests[(chunk * 500)..<((chunk + 1) * 500)] where (try? await verifier.verify(request)) != nil { ok += 1 }
+                    return ok
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(accepted == requests.count)
     }
 
     @Test func algorithmComesFromTheKey() throws {
@@ -160,7 +193,7 @@ import Testing
         let victim = try SigningKey.generate(.ed25519)
         let forger = try SigningKey.hmac(secret: victim.publicKey, id: victim.id)
         let forged = try Signer(key: forger, clock: clock.function).sign(method: .get, url: Self.url)
-        let verifier = Verifier(keys: try KeySet([victim.publicOnly()]), replayGuard: InMemoryReplayGuard(), clock: clock.function)
+        let verifier = try Verifier(keys: try KeySet([victim.publicOnly()]), replayGuard: try InMemoryReplayGuard(), clock: clock.function)
         let error = #expect(throws: SignCoreError.self) { _ = try verifier.check(received("GET", Self.url, [], forged)) }
         #expect(error?.code == .algorithmMismatch)
     }

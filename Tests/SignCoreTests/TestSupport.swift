@@ -23,7 +23,7 @@ struct Pair {
         key = try SigningKey.generate(algorithm)
         clock = TestClock(1_790_000_000)
         signer = try Signer(key: key, lifetime: lifetime, account: account, clock: clock.function)
-        verifier = Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: replayGuard ?? InMemoryReplayGuard(),
+        verifier = try Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: replayGuard ?? (try InMemoryReplayGuard()),
                             skew: skew, maxLifetime: maxLifetime, clock: clock.function)
     }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A second implementation of docs/SPEC.md (SignCore/2), written from the specification alone,
+"""A second implementation of docs/SPEC.md (SignCore/3), written from the specification alone,
 in Python with hashlib/hmac and the `cryptography` package. It generates the computed vector
 files (whash, wtoken, jwk) and checks every vector file, including the hand-written
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
@@ -190,9 +190,9 @@ URL_METHODS, BODY_METHODS = ("GET", "HEAD", "OPTIONS", "DELETE"), ("POST", "PUT"
 
 def whash(method: str, url: bytes, body: bytes) -> bytes:
     if method in URL_METHODS:
-        return hashlib.sha256(b"SignCore/2 whash url\n" + method.encode() + b" " + canonical_url(url)).digest()
+        return hashlib.sha256(b"SignCore/3 whash url\n" + method.encode() + b" " + canonical_url(url)).digest()
     if method in BODY_METHODS:
-        return hashlib.sha256(b"SignCore/2 whash body\n" + body).digest()
+        return hashlib.sha256(b"SignCore/3 whash body\n" + body).digest()
     raise SpecError("unsupportedMethod")
 
 
@@ -308,32 +308,121 @@ class Key:
 # §4 wtoken
 def target_digest(method: str, canonical: bytes) -> bytes:
     if method in URL_METHODS:  # the whash already hashes the method and the canonical URL
-        return hashlib.sha256(b"SignCore/2 whash url\n" + method.encode() + b" " + canonical).digest()
-    return hashlib.sha256(b"SignCore/2 target\n" + method.encode() + b" " + canonical).digest()
+        return hashlib.sha256(b"SignCore/3 whash url\n" + method.encode() + b" " + canonical).digest()
+    return hashlib.sha256(b"SignCore/3 target\n" + method.encode() + b" " + canonical).digest()
 
 
-def signing_input(alg, kid, target, wh, created, lifetime, nonce, account: bytes) -> bytes:
-    return (b"SignCore/2 wtoken\n" + bytes([len(alg)]) + alg.encode() + bytes([len(kid)]) + kid.encode()
+NAME_BYTES = set(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def covered_names(names):
+    """§4.3: the names a signer covers, in the token's form; invalidConfiguration otherwise."""
+    out = set()
+    for n in names:
+        b = bytes(c | 0x20 if 0x41 <= c <= 0x5A else c for c in n.encode())
+        if not 1 <= len(b) <= 64 or any(c not in NAME_BYTES for c in b) or b in (b"whash", b"wtoken"):
+            raise SpecError("invalidConfiguration")
+        out.add(b)
+    if len(out) > 16:
+        raise SpecError("invalidConfiguration")
+    return sorted(out)
+
+
+def canonical_line(v: bytes) -> bytes:
+    """§4.3: obs-fold (OWS CR LF RWS) to one SP, other CR/LF/controls refused, trimmed."""
+    out, i, n = bytearray(), 0, len(v)
+    while i < n:
+        c = v[i]
+        if c in (0x20, 0x09, 0x0D):
+            j, folded = i, False
+            while True:
+                while j < n and v[j] in (0x20, 0x09):
+                    j += 1
+                if j + 2 < n and v[j] == 0x0D and v[j + 1] == 0x0A and v[j + 2] in (0x20, 0x09):
+                    folded, j = True, j + 2
+                    continue
+                break
+            if j == i:
+                raise SpecError("invalidHeader")
+            out += b" " if folded else v[i:j]
+            i = j
+        else:
+            if c < 0x20 or c == 0x7F:
+                raise SpecError("invalidHeader")
+            out.append(c)
+            i += 1
+    return bytes(out).strip(b" \t")
+
+
+def header_block(names, fields):
+    """§4.3: the covered fields' block; `fields` is a list of (name, value) byte pairs."""
+    block = b""
+    for name in names:
+        values = [canonical_line(v) for (k, v) in fields if k.lower() == name]
+        block += bytes([len(name)]) + name
+        if values:
+            value = b", ".join(values)
+            if len(value) > 8192:
+                raise SpecError("invalidHeader")
+            block += b"\x01" + len(value).to_bytes(2, "big") + value
+        else:
+            block += b"\x00"
+    return block
+
+
+def headers_digest(names, fields):
+    return hashlib.sha256(b"SignCore/3 headers\n" + header_block(names, fields)).digest()
+
+
+def signing_input(alg, kid, target, wh, created, lifetime, nonce, account: bytes, names=(), digest=b"") -> bytes:
+    return (b"SignCore/3 wtoken\n" + bytes([len(alg)]) + alg.encode() + bytes([len(kid)]) + kid.encode()
             + target + wh + created.to_bytes(8, "big") + lifetime.to_bytes(4, "big") + nonce
-            + len(account).to_bytes(2, "big") + account)
+            + len(account).to_bytes(2, "big") + account + bytes([len(names)]) + (digest if names else b""))
 
 
-def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, account: str):
+def fields_of(pairs):
+    return [(k.encode(), v.encode()) for k, v in (pairs or [])]
+
+
+def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, account: str, covered=(), fields=()):
+    """§4: a token, or SpecError for what a signer refuses (sign-side vectors)."""
+    if key.alg != "HS256" and key.private is None:
+        raise SpecError("invalidKey")
+    if not 1 <= lifetime <= 86400:
+        raise SpecError("invalidConfiguration")
+    if len(account.encode()) > 256:
+        raise SpecError("invalidInput")
+    names = covered_names(covered)
+    if not 0 <= created <= 99999999999:
+        raise SpecError("invalidInput")
     canonical = canonical_url(url)
+    if method in URL_METHODS and body:
+        raise SpecError("unexpectedBody")
     wh = whash(method, url, body)
     target = target_digest(method, canonical)
-    si = signing_input(key.alg, key.kid, target, wh, created, lifetime, nonce, account.encode())
-    token = ".".join(["v2", key.kid, str(created), str(lifetime), b64u(nonce), b64u(target[:6]), b64u(account.encode()), b64u(key.sign(si))])
-    return dict(canonicalURL=canonical.decode(), whash=b64u(wh), targetDigest=target.hex(), signingInput=si.hex(), wtoken=token)
+    digest = headers_digest(names, fields) if names else b""
+    si = signing_input(key.alg, key.kid, target, wh, created, lifetime, nonce, account.encode(), names, digest)
+    token = ".".join(["v3", key.kid, str(created), str(lifetime), b64u(nonce), b64u(target[:6]), b64u(account.encode()),
+                      b",".join(names).decode(), b64u(key.sign(si))])
+    out = dict(canonicalURL=canonical.decode(), whash=b64u(wh), targetDigest=target.hex(), signingInput=si.hex(), wtoken=token)
+    if names:
+        out["headersDigest"] = digest.hex()
+    return out
+
+
+def version_field(f):
+    """§4.1: `v` and 1-3 digits without a leading zero."""
+    d = f[1:]
+    return f[:1] == "v" and 1 <= len(d) <= 3 and d.isdigit() and all(c in "0123456789" for c in d) and d[0] != "0"
 
 
 def parse_token(text: str):
     if len(text.encode()) > 1024:
         raise SpecError("headerTooLarge")
     f = text.split(".")
-    if f[0] != "v2":
-        raise SpecError("unsupportedVersion" if f[0].startswith("v") and len(f) > 1 else "malformedToken")
-    if len(f) != 8:
+    if f[0] != "v3":
+        raise SpecError("unsupportedVersion" if version_field(f[0]) and len(f) > 1 else "malformedToken")
+    if len(f) != 9:
         raise SpecError("malformedToken")
 
     def dec(s, hi):
@@ -348,20 +437,25 @@ def parse_token(text: str):
         created, lifetime = dec(f[2], 99999999999), dec(f[3], 86400)
         if lifetime < 1:
             raise SpecError("malformedToken")
-        nonce, target, account, sig = unb64u(f[4]), unb64u(f[5]), unb64u(f[6]), unb64u(f[7])
+        nonce, target, account, sig = unb64u(f[4]), unb64u(f[5]), unb64u(f[6]), unb64u(f[8])
         if len(nonce) != 16 or len(target) != 6 or len(account) > 256 or len(sig) not in (32, 64):
             raise SpecError("malformedToken")
         account.decode("utf-8", "strict")
+        names = [n.encode() for n in f[7].split(",")] if f[7] else []
+        if len(names) > 16 or any(not 1 <= len(n) <= 64 or any(c not in NAME_BYTES for c in n) for n in names):
+            raise SpecError("malformedToken")
+        if any(a >= b for a, b in zip(names, names[1:])):
+            raise SpecError("malformedToken")
     except (ValueError, UnicodeDecodeError):
         raise SpecError("malformedToken")
-    return dict(kid=kid, created=created, lifetime=lifetime, nonce=nonce, target=target, account=account, signature=sig)
+    return dict(kid=kid, created=created, lifetime=lifetime, nonce=nonce, target=target, account=account, names=names, signature=sig)
 
 
 LENGTHS = {"HS256": 32, "EdDSA": 64, "ES256": 64}
 
 
-def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True):
-    """§5 steps 1-9; returns the verified identity or raises SpecError."""
+def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True, required=None):
+    """§5 steps 1-10; returns the verified identity or raises SpecError. `seen`: (kid, nonce hex) pairs."""
     if req.get("wtoken") is None:
         raise SpecError("missingHeader")
     t = parse_token(req["wtoken"])
@@ -370,6 +464,9 @@ def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), 
         raise SpecError("unsupportedMethod")
     url = req["url"].encode()
     canonical = canonical_url(url)
+    body = body_of(req.get("body"))
+    if method in URL_METHODS and body:
+        raise SpecError("unexpectedBody")
     key = keys.get(t["kid"])
     if key is None:
         raise SpecError("unknownKey")
@@ -381,7 +478,7 @@ def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), 
         raise SpecError("notYetValid")
     if now >= t["created"] + t["lifetime"]:
         raise SpecError("expired")
-    wh = whash(method, url, body_of(req.get("body")))
+    wh = whash(method, url, body)
     if req.get("whash") is not None:
         try:
             sent = unb64u(req["whash"])
@@ -391,13 +488,17 @@ def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), 
             raise SpecError("whashMismatch")
     elif require_whash:
         raise SpecError("missingHeader")
+    need = (required or {}).get("url" if method in URL_METHODS else "body", [])
+    if any(n not in t["names"] for n in covered_names(need)):
+        raise SpecError("headerNotCovered")
+    digest = headers_digest(t["names"], fields_of(req.get("headers"))) if t["names"] else b""
     target = target_digest(method, canonical)
     if target[:6] != t["target"]:
         raise SpecError("targetMismatch")
-    si = signing_input(key.alg, key.kid, target, wh, t["created"], t["lifetime"], t["nonce"], t["account"])
+    si = signing_input(key.alg, key.kid, target, wh, t["created"], t["lifetime"], t["nonce"], t["account"], t["names"], digest)
     if not key.verify(si, t["signature"]):
         raise SpecError("badSignature")
-    if t["nonce"].hex() in seen:
+    if (key.kid, t["nonce"].hex()) in seen:
         raise SpecError("replayed")
     return dict(keyID=key.kid, account=t["account"].decode(), created=t["created"], expires=t["created"] + t["lifetime"])
 
@@ -480,7 +581,7 @@ def generate_whash():
     add("§3.1 CONNECT is not signable", "CONNECT", TYPICAL)
     add("§2 a GET needs a valid URL", "GET", "not a url")
     add("§2 a GET URL with an invalid escape", "GET", "https://api.example.com/%G1")
-    return {"spec": "SignCore/2", "algorithm": "whash", "header": "docs/SPEC.md §3; bodies per §8", "numberOfTests": len(cases), "tests": cases}
+    return {"spec": "SignCore/3", "algorithm": "whash", "header": "docs/SPEC.md §3; bodies per §8", "numberOfTests": len(cases), "tests": cases}
 
 
 def keyset(names):
@@ -496,15 +597,28 @@ def generate_wtoken():
     signs, verifies = [], []
     tokens = {}
 
-    def add_sign(name, comment, key, method, url, body=None, account="", lifetime=60, nonce_index=None):
-        nonce = NONCES[nonce_index if nonce_index is not None else len(signs)]
-        out = sign(keys[key], method, url.encode(), body_of(body), CREATED, lifetime, nonce, account)
+    def add_sign(name, comment, key, method, url, body=None, account="", lifetime=60, nonce_index=None, covered=None,
+                 headers=None, created=CREATED):
+        nonce = NONCES[(nonce_index if nonce_index is not None else len(signs)) % len(NONCES)]
         case = {"tcId": len(signs) + 1, "comment": comment, "key": key, "method": method, "url": url}
         if body is not None:
             case["body"] = body
-        case.update(created=CREATED, lifetime=lifetime, nonce=nonce.hex(), account=account, result="valid", expected=out)
+        case.update(created=created, lifetime=lifetime, nonce=nonce.hex(), account=account)
+        if covered is not None:
+            case["coveredHeaders"] = covered
+        if headers is not None:
+            case["headers"] = headers
+        try:
+            out = sign(keys[key], method, url.encode(), body_of(body), created, lifetime, nonce, account, covered or (), fields_of(headers))
+        except SpecError as e:
+            case.update(result="invalid", error=e.code)
+            signs.append(case)
+            return
+        case.update(result="valid", expected=out)
         signs.append(case)
         tokens[name] = dict(method=method, url=url, body=body, whash=out["whash"], wtoken=out["wtoken"])
+        if headers is not None:
+            tokens[name]["headers"] = headers
 
     add_sign("hget", "HS256 GET of the typical URL", "hmac", "GET", TYPICAL)
     add_sign("hget2", "HS256 GET of another spelling with the same nonce: the same token", "hmac", "GET",
@@ -521,6 +635,50 @@ def generate_wtoken():
     add_sign("epost", "EdDSA POST with a non-ASCII account", "ed25519", "POST", "https://api.example.com/v1/orders",
              {"utf8": "{\"item\":\"café\"}"}, account="用户-42")
     add_sign("edel", "EdDSA DELETE with a long lifetime", "ed25519", "DELETE", "https://api.example.com/v1/sessions/9", lifetime=86400)
+    # §4.3 covered header fields
+    JSONCT = ["Content-Type", "application/json"]
+    add_sign("hct", "§4.3 HS256 POST covering content-type", "hmac", "POST", "https://api.example.com/v1/orders",
+             {"utf8": "{\"item\":\"book\"}"}, covered=["content-type"], headers=[JSONCT, ["Accept", "*/*"]])
+    add_sign("hmany", "§4.3 names in any case and order are covered lower-cased, sorted, once", "hmac", "PUT",
+             "https://api.example.com/v1/orders/7", {"utf8": "{}"}, covered=["X-Tenant", "Idempotency-Key", "content-type", "x-tenant"],
+             headers=[["x-tenant", "acme"], ["Idempotency-Key", "8e0c1b"], ["CONTENT-TYPE", "application/json"]])
+    add_sign("habsent", "§4.3 a covered field that is absent is signed as absent", "hmac", "GET", "https://api.example.com/v1/me",
+             covered=["authorization", "x-tenant"], headers=[["x-tenant", "acme"]])
+    add_sign("hempty", "§4.3 a present empty field differs from an absent one", "hmac", "GET", "https://api.example.com/v1/me",
+             covered=["authorization", "x-tenant"], headers=[["x-tenant", "acme"], ["Authorization", ""]], nonce_index=len(signs) - 1)
+    add_sign("hrepeat", "§4.3 repeated fields are joined with a comma and a space, in order", "hmac", "GET",
+             "https://api.example.com/v1/items", covered=["accept"], headers=[["Accept", "text/html"], ["x-other", "1"], ["accept", "application/json;q=0.9"]])
+    add_sign("hspace", "§4.3 surrounding spaces and tabs are removed, inner whitespace is kept", "hmac", "GET",
+             "https://api.example.com/v1/items", covered=["x-note"], headers=[["x-note", " \t a  b\tc \t"]])
+    add_sign("hfold", "§4.3 an obs-fold becomes one space", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a \r\n\t b"]])
+    add_sign("hutf8", "§4.3 non-ASCII bytes are kept as they are", "ed25519", "POST", "https://api.example.com/v1/notes",
+             {"utf8": "n"}, covered=["x-title"], headers=[["X-Title", "Café ☕"]])
+    add_sign("hmultipart", "§4.3 a multipart boundary is covered through content-type", "hmac", "POST", "https://api.example.com/upload",
+             {"utf8": "--b1\r\n\r\nx\r\n--b1--"}, covered=["content-type"], headers=[["content-type", "multipart/form-data; boundary=b1"]])
+    # §4.3 and §4.4: what a signer refuses
+    add_sign("xcr", "§4.3 a covered value with a bare CR is refused", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a\rb"]])
+    add_sign("xlf", "§4.3 a covered value with a LF outside an obs-fold is refused", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a\nb"]])
+    add_sign("xctl", "§4.3 a covered value with a control character is refused", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a\u0001b"]])
+    add_sign("xlong", "§4.3 a covered value longer than 8192 bytes is refused", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a" * 8193]])
+    add_sign("xlong2", "§4.3 the limit applies to the joined value", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a" * 4096], ["x-note", "b" * 4096]])
+    add_sign("xname", "§4.3 a covered name with a character outside A-Z a-z 0-9 - _ is refused", "hmac", "GET",
+             "https://api.example.com/v1/items", covered=["x.note"])
+    add_sign("xwtoken", "§4.3 wtoken cannot be covered", "hmac", "GET", "https://api.example.com/v1/items", covered=["WToken"])
+    add_sign("x17", "§4.3 at most 16 names", "hmac", "GET", "https://api.example.com/v1/items", covered=["h%d" % i for i in range(17)])
+    add_sign("xbody", "§3.2 a GET with a body is refused", "hmac", "GET", "https://api.example.com/v1/items", {"utf8": "{}"})
+    add_sign("xdelbody", "§3.2 a DELETE with a body is refused", "hmac", "DELETE", "https://api.example.com/v1/orders", {"utf8": "{\"ids\":[17]}"})
+    add_sign("xacct", "§4.4 an account longer than 256 bytes is refused", "hmac", "GET", "https://api.example.com/", account="a" * 257)
+    add_sign("xlife0", "§4.4 a lifetime of 0 is refused", "hmac", "GET", "https://api.example.com/", lifetime=0)
+    add_sign("xlife", "§4.4 a lifetime above 86400 is refused", "hmac", "GET", "https://api.example.com/", lifetime=86401)
+    add_sign("xcreated", "§4.4 a creation time of 12 digits is refused", "hmac", "GET", "https://api.example.com/", created=10 ** 11)
+    add_sign("xpublic", "§4.4 a public key cannot sign", "p256Public", "GET", "https://api.example.com/")
+    add_sign("xurl", "§4.4 an invalid URL is refused", "hmac", "GET", "https://api.example.com/%zz")
 
     # P-256 tokens are randomised: made here and given as verify-only cases.
     def p256_token(method, url, body=None, account=""):
@@ -529,11 +687,19 @@ def generate_wtoken():
     tokens["pget"] = p256_token("GET", TYPICAL)
     tokens["ppost"] = p256_token("POST", "https://api.example.com/v1/orders", {"utf8": "{\"item\":\"pen\"}"}, account="acct-7")
 
-    def add_verify(comment, request, keys_=("hmac", "ed25519", "p256Public"), now=CREATED + 10, skew=30, max_lifetime=300, seen=(), require=True):
-        case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "verifierKeys": list(keys_), "now": now,
-                "skew": skew, "maxLifetime": max_lifetime, "requireWhash": require, "seenNonces": list(seen), "request": request}
+    def add_verify(comment, request, keys_=("hmac", "ed25519", "p256Public"), now=CREATED + 10, skew=None, max_lifetime=None,
+                   seen=(), require=None, required=None):
+        case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "verifierKeys": list(keys_), "now": now}
+        # Settings left out take their defaults (§5): skew 30, maxLifetime 300, requireWhash true.
+        for name, value in (("skew", skew), ("maxLifetime", max_lifetime), ("requireWhash", require), ("requiredHeaders", required)):
+            if value is not None:
+                case[name] = value
+        if seen:
+            case["seen"] = [{"kid": k, "nonce": n} for k, n in seen]
+        case["request"] = request
         try:
-            out = verify(keyset(keys_), request, now, skew, max_lifetime, seen, require)
+            out = verify(keyset(keys_), request, now, 30 if skew is None else skew, 300 if max_lifetime is None else max_lifetime,
+                         set(seen), True if require is None else require, required)
             case.update(result="valid", expected=out)
         except SpecError as e:
             case.update(result="invalid", error=e.code)
@@ -582,7 +748,10 @@ def generate_wtoken():
     add_verify("§5 step 7: other method of the same class", req("hpost", method="PUT"))
     add_verify("§5 step 5: expired at created + lifetime", req("hget"), now=CREATED + 60)
     add_verify("§5 step 5: created beyond the skew", req("hget"), now=CREATED - 31)
-    add_verify("§5 step 9: replayed nonce", req("hget"), seen=(NONCES[0].hex(),))
+    add_verify("§5 step 10: replayed nonce", req("hget"), seen=(("hmac-2026", NONCES[0].hex()),))
+    add_verify("§5 step 10: the same nonce under another key is not a replay", req("hget"), seen=((Key(KEYS["ed25519"]).kid, NONCES[0].hex()),))
+    add_verify("§5 step 10: a replay is refused after every other check passed (a forged replay is badSignature)",
+               req("hget", wtoken=tok("hget", 8, b64u(bytes(32)))), seen=(("hmac-2026", NONCES[0].hex()),))
     add_verify("§5 step 3: unknown key id", req("eget"), keys_=("hmac",))
     add_verify("§5 step 8: same key id, other secret (wrong key)", req("hget"), keys_=("hmacOther",))
     add_verify("§6.3 rotation: once the old key is removed its tokens are refused", req("eget"), keys_=("hmac", "ed25519Other", "p256Public"))
@@ -591,8 +760,15 @@ def generate_wtoken():
     add_verify("§5 step 4: lifetime 86400 beyond the default maximum", req("edel"))
     add_verify("§4.1 truncated token", req("hget", wtoken=tokens["hget"]["wtoken"][:-10]))
     add_verify("§4.1 unsupported version (a SignCore/1 token)", req("hget", wtoken="v1" + tokens["hget"]["wtoken"][2:]))
-    add_verify("§4.1 unsupported version", req("hget", wtoken="v3" + tokens["hget"]["wtoken"][2:]))
-    add_verify("§4.1 too few fields", req("hget", wtoken="v2.hmac-2026.1790000000"))
+    add_verify("§4.1 unsupported version (a SignCore/2 token)", req("hget", wtoken="v2" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 unsupported version, whatever its number of fields", req("hget", wtoken="v1.a.b"))
+    add_verify("§4.1 a later version", req("hget", wtoken="v4" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 an upper-case V is not a version", req("hget", wtoken="V3" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 a version without a dot is malformed", req("hget", wtoken="v1"))
+    add_verify("§4.1 a version with a leading zero is malformed", req("hget", wtoken="v03" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 too few fields", req("hget", wtoken="v3.hmac-2026.1790000000"))
+    add_verify("§4.1 eight fields (a v3 token without its headers field)",
+               req("hget", wtoken=".".join(tokens["hget"]["wtoken"].split(".")[:7] + tokens["hget"]["wtoken"].split(".")[8:])))
     add_verify("§4.1 leading zero in created", req("hget", wtoken=tok("hget", 2, "0" + str(CREATED))))
     add_verify("§4.1 lifetime 0", req("hget", wtoken=tok("hget", 3, "0")))
     add_verify("§4.1 lifetime above 86400", req("hget", wtoken=tok("hget", 3, "86401")))
@@ -605,33 +781,96 @@ def generate_wtoken():
     add_verify("§4.1 signature of 48 bytes", req("hget", wtoken=tok("hget", 7, b64u(bytes(48)))))
     add_verify("§4.1 account of 257 bytes", req("hget", wtoken=tok("hget", 6, b64u(b"a" * 257))))
     add_verify("§4.1 account that is not UTF-8", req("hget", wtoken=tok("hget", 6, b64u(b"\xc3\x28"))))
-    add_verify("§4.1 nine fields", req("hget", wtoken=tokens["hget"]["wtoken"] + ".AA"))
+    add_verify("§4.1 ten fields", req("hget", wtoken=tokens["hget"]["wtoken"] + ".AA"))
+    add_verify("§4.1 a lifetime with a leading zero", req("hget", wtoken=tok("hget", 3, "060")))
+    add_verify("§4.1 headers: names not sorted", req("hct", wtoken=tok("hct", 7, "x-a,content-type")))
+    add_verify("§4.1 headers: a name twice", req("hct", wtoken=tok("hct", 7, "content-type,content-type")))
+    add_verify("§4.1 headers: an upper-case name", req("hct", wtoken=tok("hct", 7, "Content-Type")))
+    add_verify("§4.1 headers: an empty name", req("hct", wtoken=tok("hct", 7, "content-type,")))
+    add_verify("§4.1 headers: 17 names", req("hct", wtoken=tok("hct", 7, ",".join("h%02d" % i for i in range(17)))))
+    add_verify("§4.1 headers: a name of 65 characters", req("hct", wtoken=tok("hct", 7, "h" * 65)))
+    add_verify("§4.1 headerTooLarge counts bytes: 1025 bytes in 1019 characters", req("hget", wtoken=tok("hget", 1, "é" * 6) + "A" * (1025 - len(tok("hget", 1, "é" * 6).encode()))))
+    add_verify("§4.1 a token of exactly 1024 bytes is parsed (then malformed: a non-ASCII key id)", req("hget", wtoken=tok("hget", 1, "é" * 6) + "A" * (1024 - len(tok("hget", 1, "é" * 6).encode()))))
     add_verify("§4.1 an empty wtoken header", req("hget", wtoken=""))
     add_verify("§1.2 padding in the nonce", req("hget", wtoken=tok("hget", 4, b64u(NONCES[0]) + "==")))
-    hmac_sig = tokens["hget"]["wtoken"].split(".")[7]  # 43 characters: the last carries 2 unused bits
+    hmac_sig = tokens["hget"]["wtoken"].split(".")[8]  # 43 characters: the last carries 2 unused bits
     add_verify("§1.2 non-canonical base64url in the signature (unused bits set)",
-               req("hget", wtoken=tok("hget", 7, hmac_sig[:-1] + ALPHABET[ALPHABET.index(hmac_sig[-1]) ^ 1])))
+               req("hget", wtoken=tok("hget", 8, hmac_sig[:-1] + ALPHABET[ALPHABET.index(hmac_sig[-1]) ^ 1])))
+    add_verify("§3.3 the whash header uses the strict decoder of §1.2 (unused bits set)",
+               req("hpost", whash=tokens["hpost"]["whash"][:-1] + ALPHABET[ALPHABET.index(tokens["hpost"]["whash"][-1]) ^ 1]))
+    add_verify("§3.3 the whash header with padding", req("hpost", whash=tokens["hpost"]["whash"] + "="))
     add_verify("§4.1 a token longer than 1024 bytes", req("hget", wtoken=tokens["hget"]["wtoken"] + "A" * 1024))
     add_verify("§5 step 1: no wtoken header", req("hget", wtoken=None))
     add_verify("§5 step 6: no whash header", req("hpost", whash=None))
     add_verify("§5 step 6: a whash header that is not 32 bytes", req("hpost", whash="abc"))
-    add_verify("§5 step 8: one signature byte changed", req("hget", wtoken=tok("hget", 7, b64u(bytes([unb64u(tokens["hget"]["wtoken"].split(".")[7])[0] ^ 1]) + unb64u(tokens["hget"]["wtoken"].split(".")[7])[1:]))))
+    add_verify("§5 step 9: one signature byte changed", req("hget", wtoken=tok("hget", 8, b64u(bytes([unb64u(tokens["hget"]["wtoken"].split(".")[8])[0] ^ 1]) + unb64u(tokens["hget"]["wtoken"].split(".")[8])[1:]))))
     add_verify("§5 step 8: account changed", req("hacct", wtoken=tok("hacct", 6, b64u(b"admin"))))
     add_verify("§5 step 8: account added", req("hget", wtoken=tok("hget", 6, b64u(b"admin"))))
     add_verify("§5 step 8: created changed by one second", req("hget", wtoken=tok("hget", 2, str(CREATED + 1))))
     add_verify("§5 step 8: lifetime changed", req("hget", wtoken=tok("hget", 3, "61")))
     add_verify("§5 step 8: nonce changed", req("hget", wtoken=tok("hget", 4, b64u(NONCES[9]))))
     add_verify("§5 step 3: key id changed to one not in the set", req("hget", wtoken=tok("hget", 1, "hmac-2027")))
-    add_verify("§5 step 3: a 64-byte signature under the HS256 key", req("hget", wtoken=tok("hget", 7, tokens["eget"]["wtoken"].split(".")[7])))
-    add_verify("§5 step 8: EdDSA signature changed", req("eget", wtoken=tok("eget", 7, b64u(bytes(64)))))
-    add_verify("§5 step 8: ES256 signature changed", req("pget", wtoken=tok("pget", 7, b64u(bytes([1]) * 64))))
+    add_verify("§5 step 3: a 64-byte signature under the HS256 key", req("hget", wtoken=tok("hget", 8, tokens["eget"]["wtoken"].split(".")[8])))
+    add_verify("§5 step 9: EdDSA signature changed", req("eget", wtoken=tok("eget", 8, b64u(bytes(64)))))
+    add_verify("§5 step 9: ES256 signature changed", req("pget", wtoken=tok("pget", 8, b64u(bytes([1]) * 64))))
+    pr, ps = unb64u(tokens["pget"]["wtoken"].split(".")[8])[:32], int.from_bytes(unb64u(tokens["pget"]["wtoken"].split(".")[8])[32:], "big")
+    add_verify("§4.3 ES256 with n - s verifies too (ECDSA is malleable; replays are keyed on the nonce)",
+               req("pget", wtoken=tok("pget", 8, b64u(pr + (P256_N - ps).to_bytes(32, "big")))))
+    add_verify("§4.3 ES256 with s = n is refused", req("pget", wtoken=tok("pget", 8, b64u(pr + P256_N.to_bytes(32, "big")))))
+    # §4.3 covered headers
+    add_verify("§4.3 covered content-type verifies", req("hct"))
+    add_verify("§4.3 the verifier reads names in any case", req("hct", headers=[["CONTENT-TYPE", "application/json"]]))
+    add_verify("§4.3 surrounding whitespace as received does not matter", req("hct", headers=[["content-type", "  application/json\t"]]))
+    add_verify("§4.3 a changed covered value is refused", req("hct", headers=[["Content-Type", "text/plain"]]))
+    add_verify("§4.3 a changed multipart boundary is refused", req("hmultipart", headers=[["content-type", "multipart/form-data; boundary=b2"]]))
+    add_verify("§4.3 inner whitespace is data", req("hct", headers=[["Content-Type", "application/ json"]]))
+    add_verify("§4.3 a covered field removed in transit is refused", req("hct", headers=[["Accept", "*/*"]]))
+    add_verify("§4.3 a field signed as absent and then added is refused", req("habsent", headers=[["x-tenant", "acme"], ["Authorization", "Bearer x"]]))
+    add_verify("§4.3 a field signed as absent, still absent, verifies", req("habsent"))
+    add_verify("§4.3 an empty field where absence was signed is refused", req("habsent", headers=[["x-tenant", "acme"], ["authorization", ""]]))
+    add_verify("§4.3 repeated fields in another order are refused", req("hrepeat", headers=[["accept", "application/json;q=0.9"], ["Accept", "text/html"]]))
+    add_verify("§4.3 repeated fields combined into one line verify", req("hrepeat", headers=[["Accept", "text/html, application/json;q=0.9"]]))
+    add_verify("§4.3 an obs-fold replaced by a space in transit verifies", req("hfold", headers=[["x-note", "a b"]]))
+    add_verify("§4.3 an uncovered field may change", req("hct", headers=[["Content-Type", "application/json"], ["Accept", "text/html"]]))
+    add_verify("§4.3 non-ASCII bytes of a covered value", req("hutf8"))
+    add_verify("§4.3 a covered value received with a bare CR", req("hct", headers=[["Content-Type", "application/json\r"]]))
+    add_verify("§4.3 covered names changed in the token", req("hct", wtoken=tok("hct", 7, "accept")))
+    add_verify("§4.3 covered names removed from the token", req("hct", wtoken=tok("hct", 7, "")))
+    add_verify("§5 step 7: a required header covered", req("hct"), required={"body": ["Content-Type"]})
+    add_verify("§5 step 7: a required header not covered", req("hpost"), required={"body": ["content-type"]})
+    add_verify("§5 step 7: requirements apply per method class", req("hget"), required={"body": ["content-type"]})
+    add_verify("§5 step 7: a required header on a GET", req("hget"), required={"url": ["authorization"]})
+    add_verify("§5 step 7: headerNotCovered comes before a changed covered value", req("hct", headers=[]), required={"body": ["idempotency-key"]})
+    # §3.2 bodies of URL-class methods
+    add_verify("§5 step 2: a GET with a body is refused", req("hget", body={"utf8": "x"}))
+    add_verify("§5 step 2: a DELETE with another body is refused", req("hdel", body={"utf8": "{\"ids\":[17]}"}))
+    add_verify("§5 step 2: a GET with an empty body verifies", req("hget", body={"hex": ""}))
+    add_verify("§5 step 2: unexpectedBody comes after invalidURL", req("hget", url="https://api.example.com/%zz", body={"utf8": "x"}))
+    add_verify("§5 step 2: unexpectedBody comes before unknownKey", req("eget", body={"utf8": "x"}), keys_=("hmac",))
+    # §5 the order of checks when several apply
+    add_verify("§5 order: malformedToken before unsupportedMethod", req("hget", method="TRACE", wtoken="v3.x"))
+    add_verify("§5 order: unsupportedMethod before invalidURL", req("hget", method="TRACE", url="nonsense"))
+    add_verify("§5 order: invalidURL before unknownKey", req("eget", url="nonsense"), keys_=("hmac",))
+    add_verify("§5 order: unknownKey before the time checks", req("eget"), keys_=("hmac",), now=CREATED + 100000)
+    add_verify("§5 order: algorithmMismatch before the time checks", req("eget", wtoken=tok("eget", 8, b64u(bytes(32)))), now=CREATED + 100000)
+    add_verify("§5 order: lifetimeTooLong before expired", req("edel"), now=CREATED + 100000)
+    add_verify("§5 order: expired before a missing whash", req("hpost", whash=None), now=CREATED + 60)
+    add_verify("§5 order: expired before whashMismatch", req("hpost", body={"utf8": "x"}), now=CREATED + 60)
+    add_verify("§5 order: whashMismatch before targetMismatch", req("hpost", url="https://evil.example.com/v1/orders", body={"utf8": "x"}))
+    add_verify("§5 order: targetMismatch before badSignature", req("hpost", url="https://evil.example.com/v1/orders", wtoken=tok("hpost", 8, b64u(bytes(32)))))
+    add_verify("§5 step 6: a body-class whash computed alone says nothing of the URL (the target does)",
+               req("hpost", url="https://api.example.com/v1/other"))
     add_verify("§5 step 3: an ES256 token at a verifier without the ES256 key", req("pget"), keys_=("hmac", "ed25519"))
     add_verify("§3.1 method not signable", req("hget", method="TRACE"))
     add_verify("§3.1 lower-case method", req("hget", method="get"))
     add_verify("§2 the received URL is invalid", req("hget", url="https://api.example.com/v1/orders?id=%4"))
-    add_verify("§5 step 8: account replaced by a non-ASCII one", req("hget",
+    add_verify("§5 step 9: account replaced by a non-ASCII one", req("hget",
                wtoken=tok("hget", 6, b64u("用户".encode()))))
-    return {"spec": "SignCore/2", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6. keys: JWKs by name. sign: deterministic cases. verify: requests against a verifier made of verifierKeys, a replay guard already holding seenNonces (hex), clock now",
+    add_verify("§5 the defaults: a lifetime of 300 is accepted", req("hdel"))
+    add_verify("§5 the defaults: created 30 s ahead is accepted", req("hget"), now=CREATED - 30)
+    add_verify("§5 the defaults: created 31 s ahead is refused", req("hget"), now=CREATED - 31)
+    add_verify("§5 the defaults: a whash header is required", req("hget", whash=None))
+    return {"spec": "SignCore/3", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6 and §8. keys: JWKs by name. sign: deterministic cases (or what a signer refuses). verify: requests against a verifier made of verifierKeys, a replay guard already holding the (kid, nonce hex) pairs of seen, clock now; settings left out take their defaults",
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
 
@@ -707,7 +946,7 @@ def generate_jwk():
     add_set("§6.1 two keys with the same id are refused", dumps({"keys": [KEYS["hmac"], KEYS["hmacOther"]]}))
     add_set("§6.1 one invalid key refuses the whole set", dumps({"keys": [KEYS["hmac"], {"kty": "oct", "k": "AA"}]}))
     add_set("§6.1 keys must be an array", dumps({"keys": KEYS["hmac"]}))
-    return {"spec": "SignCore/2", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error",
+    return {"spec": "SignCore/3", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error",
             "numberOfTests": len(cases) + len(sets), "tests": cases, "sets": sets}
 
 
@@ -757,16 +996,23 @@ def check():
         if name == "wtoken.json":
             keys = stored["keys"]
             for tc in stored["sign"]:
-                if Key(keys[tc["key"]]).alg == "ES256":
-                    continue
-                out = sign(Key(keys[tc["key"]]), tc["method"], tc["url"].encode(), body_of(tc.get("body")), tc["created"], tc["lifetime"], bytes.fromhex(tc["nonce"]), tc["account"])
-                expect(out == tc["expected"], f"wtoken sign {tc['tcId']}")
+                key = Key(keys[tc["key"]])
+                try:
+                    out = sign(key, tc["method"], tc["url"].encode(), body_of(tc.get("body")), tc["created"], tc["lifetime"],
+                               bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")))
+                    if key.alg == "ES256":  # randomised: the stored signature cannot be reproduced
+                        continue
+                    expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken sign {tc['tcId']}")
+                except SpecError as e:
+                    expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken sign {tc['tcId']}: {e.code}")
             for tc in stored["verify"]:
                 ks = {}
                 for n in tc["verifierKeys"]:
                     k = Key(keys[n]); ks[k.kid] = k
                 try:
-                    out = verify(ks, tc["request"], tc["now"], tc["skew"], tc["maxLifetime"], tc["seenNonces"], tc["requireWhash"])
+                    seen = {(p["kid"], p["nonce"]) for p in tc.get("seen", [])}
+                    out = verify(ks, tc["request"], tc["now"], tc.get("skew", 30), tc.get("maxLifetime", 300), seen,
+                                 tc.get("requireWhash", True), tc.get("requiredHeaders"))
                     expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken verify {tc['tcId']}")
                 except SpecError as e:
                     expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")

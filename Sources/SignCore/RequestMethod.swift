@@ -1,5 +1,5 @@
 /// The request methods SignCore signs, and which content each one's whash covers (SPEC §3.1).
-public enum HTTPMethod: String, Sendable, CaseIterable {
+public enum RequestMethod: String, Sendable, CaseIterable {
     case get = "GET", head = "HEAD", options = "OPTIONS", delete = "DELETE"
     case post = "POST", put = "PUT", patch = "PATCH"
 
@@ -34,8 +34,8 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
     /// Parses a method token. Methods are case-sensitive (RFC 9110 §9.1): `get` is not `GET`.
     public init(token: String) throws(SignCoreError) {
         var token = token
-        let method = token.withUTF8 { bytes -> HTTPMethod? in
-            let candidate: HTTPMethod
+        let method = token.withUTF8 { bytes -> RequestMethod? in
+            let candidate: RequestMethod
             switch (bytes.count, bytes.first) {
             case (3, UInt8(ascii: "G")): candidate = .get
             case (3, UInt8(ascii: "P")): candidate = .put

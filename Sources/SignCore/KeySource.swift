@@ -1,0 +1,106 @@
+import Synchronization
+
+/// Keys a verifier looks up by id when its key set does not hold them: per-device keys in a
+/// database, say. The verifier calls it through a `KeyCache`, never per request.
+public protocol KeySource: Sendable {
+    /// The key with this id, or nil when there is none. Throws `unavailable` (or another
+    /// `SignCoreError`) when the source cannot answer; the request is then refused, never let
+    /// through.
+    func key(id: String) async throws(SignCoreError) -> SigningKey?
+}
+
+/// A bounded cache in front of a `KeySource`, with a bounded rate of misses: a flood of unknown
+/// key ids is answered from the cache (`unknownKey`, remembered for `negativeLifetime`) or,
+/// once the miss budget of the current second is spent, refused with `unavailable` without
+/// asking the source. Thread-safe.
+public final class KeyCache: Sendable {
+    public let source: any KeySource
+    /// Keys held at most (found and not found together); the oldest entry leaves first.
+    public let capacity: Int
+    /// Seconds a found key is used before it is looked up again.
+    public let positiveLifetime: Int64
+    /// Seconds an unknown id is answered from the cache.
+    public let negativeLifetime: Int64
+    /// Lookups sent to the source per second at most.
+    public let missesPerSecond: Int
+
+    private struct Entry {
+        let key: SigningKey?
+        let until: Int64
+        let order: UInt64
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var insertions: UInt64 = 0
+        var second: Int64 = .min
+        var missesThisSecond = 0
+    }
+
+    private let state = Mutex(State())
+    private let clock: @Sendable () -> Int64
+
+    /// Throws `invalidConfiguration` for a capacity, lifetime or miss rate below 1.
+    public init(source: any KeySource, capacity: Int = 10_000, positiveLifetime: Int64 = 300, negativeLifetime: Int64 = 60,
+                missesPerSecond: Int = 100, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) throws(SignCoreError) {
+        guard capacity >= 1, positiveLifetime >= 1, negativeLifetime >= 1, missesPerSecond >= 1 else {
+            throw SignCoreError(.invalidConfiguration, "a key cache needs a capacity, lifetimes and a miss rate of at least 1")
+        }
+        self.source = source
+        self.capacity = capacity
+        self.positiveLifetime = positiveLifetime
+        self.negativeLifetime = negativeLifetime
+        self.missesPerSecond = missesPerSecond
+        self.clock = clock
+    }
+
+    /// The cached answer for `id`: `.some(key)` or `.some(nil)` (known unknown), or nil when the
+    /// source must be asked.
+    func cached(id: String) -> SigningKey?? {
+        let now = clock()
+        return state.withLock { state in
+            guard let entry = state.entries[id], entry.until > now else { return nil }
+            return .some(entry.key)
+        }
+    }
+
+    /// Looks `id` up: from the cache, else from the source within the miss budget.
+    public func key(id: String) async throws(SignCoreError) -> SigningKey? {
+        if let answer = cached(id: id) { return answer }
+        let now = clock()
+        let allowed = state.withLock { state in
+            if state.second != now {
+                state.second = now
+                state.missesThisSecond = 0
+            }
+            guard state.missesThisSecond < missesPerSecond else { return false }
+            state.missesThisSecond += 1
+            return true
+        }
+        guard allowed else {
+            throw SignCoreError(.unavailable, "too many lookups of unknown key ids; retry later")
+        }
+        let key = try await source.key(id: id)
+        if let key, key.id != id {
+            throw SignCoreError(.invalidKey, "the key source answered with a key of another id")
+        }
+        let until = now + (key == nil ? negativeLifetime : positiveLifetime)
+        state.withLock { state in
+            if state.entries[id] == nil, state.entries.count >= capacity { Self.evictOldest(&state, now: now) }
+            state.insertions += 1
+            state.entries[id] = Entry(key: key, until: until, order: state.insertions)
+        }
+        return key
+    }
+
+    /// Drops the expired entries, or else the oldest one.
+    private static func evictOldest(_ state: inout State, now: Int64) {
+        let before = state.entries.count
+        state.entries = state.entries.filter { $0.value.until > now }
+        guard state.entries.count == before, let oldest = state.entries.min(by: { $0.value.order < $1.value.order }) else { return }
+        state.entries[oldest.key] = nil
+    }
+
+    /// Ids held (for tests and metrics).
+    public var count: Int { state.withLock { $0.entries.count } }
+}

@@ -1,0 +1,184 @@
+import Testing
+@testable import SignCore
+
+@Suite struct ReplayGuardTests {
+    static let key = "k1"
+
+    @Test func refusesWhenFullAndNeverForgetsAnUnexpiredNonce() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 4, maxShare: 1)
+        let nonces = (0..<5).map { _ in Nonce.random() }
+        for nonce in nonces.prefix(4) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 100, now: 0) }
+        let full = #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonces[4], expires: 100, now: 1) }
+        #expect(full?.code == .overloaded)
+        for nonce in nonces.prefix(4) {  // still remembered after the refusal
+            let replay = #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 100, now: 2) }
+            #expect(replay?.code == .replayed)
+        }
+    }
+
+    /// Issue 10 §1: a nonce seen under one key does not block it under another (a token's nonce,
+    /// copied into an attacker's own token first, must not get the victim's token refused).
+    #if DEBUG
+    static let capacities = [1_000, 10_000, 100_000, 1_000_000]
+    #else
+    static let capacities = [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
+    #endif
+
+    @Test func noncesArePerKey() throws {
+        let guardian = try InMemoryReplayGuard()
+        let nonce = Nonce.random()
+        try guardian.record(keyID: "attacker", nonce: nonce, expires: 100, now: 0)
+        try guardian.record(keyID: "victim", nonce: nonce, expires: 100, now: 0)
+        let again = #expect(throws: SignCoreError.self) { try guardian.record(keyID: "victim", nonce: nonce, expires: 100, now: 1) }
+        #expect(again?.code == .replayed)
+    }
+
+    /// The same through a verifier: the victim's token passes after the attacker spent its nonce.
+    @Test func stolenNonceUnderAnotherKeyDoesNotBlockTheVictim() async throws {
+        let clock = TestClock(1_790_000_000)
+        let victim = try SigningKey.generate(.hmacSHA256), attacker = try SigningKey.generate(.hmacSHA256)
+        let verifier = try Verifier(keys: try KeySet([victim, attacker]), replayGuard: try InMemoryReplayGuard(), clock: clock.function)
+        let url = "https://api.example.com/v1/orders"
+        let stolen = try Signer(key: victim, clock: clock.function).sign(method: .get, url: url)
+        let nonce = try WToken(parsing: stolen.wtoken).nonce
+        let copied = try Signer(key: attacker, clock: clock.function).sign(method: .get, url: url, created: clock.now, nonce: nonce)
+        _ = try await verifier.verify(received("GET", url, [], copied))
+        _ = try await verifier.verify(received("GET", url, [], stolen))
+    }
+
+    /// Issue 10 §1: verify at t0, step the clock an hour ahead and make the guard drop expired
+    /// entries, step it back: the first token must not be accepted again.
+    @Test func clockStepsCannotReplayATokenTheGuardForgot() async throws {
+        let t0: Int64 = 1_790_000_000
+        let clock = TestClock(t0)
+        let key = try SigningKey.generate(.hmacSHA256)
+        let signer = try Signer(key: key, clock: clock.function)
+        let verifier = try Verifier(keys: try KeySet([key]), replayGuard: try InMemoryReplayGuard(capacity: 10_000, maxShare: 1),
+                                    clock: clock.function)
+        let url = "https://api.example.com/v1/orders"
+        let first = received("GET", url, [], try signer.sign(method: .get, url: url))
+        _ = try await verifier.verify(first)
+        clock.set(t0 + 3600)
+        for _ in 0..<2000 { _ = try await verifier.verify(received("GET", url, [], try signer.sign(method: .get, url: url))) }
+        clock.set(t0 + 5)
+        let code = await errorCode { _ = try await verifier.verify(first) }
+        #expect(code == .expired || code == .replayed)
+        #expect(code != nil)
+    }
+
+    /// The guard refuses only when it as a whole holds its capacity (issue 10 §1: first
+    /// refusal at ≥ 95 % for every capacity; here exactly at it), and never holds more.
+    @Test(arguments: Self.capacities)
+    func firstRefusalComesAtTheStatedCapacity(_ capacity: Int) throws {
+        let guardian = try InMemoryReplayGuard(capacity: capacity, maxShare: 1)
+        var accepted = 0
+        while true {
+            do throws(SignCoreError) {
+                try guardian.record(keyID: Self.key, nonce: .random(), expires: 100, now: 0)
+                accepted += 1
+            } catch {
+                #expect(error.code == .overloaded)
+                break
+            }
+        }
+        #expect(accepted == capacity, "first refusal at \(accepted) of \(capacity)")
+        #expect(guardian.count == accepted)
+    }
+
+    /// One key cannot fill the guard: it is refused at about its share, and other keys still get in.
+    @Test func oneKeyCannotLockOutTheOthers() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 100_000, maxShare: 0.25)
+        var flooder = 0
+        while (try? guardian.record(keyID: "flooder", nonce: .random(), expires: 100, now: 0)) != nil { flooder += 1 }
+        #expect(flooder <= 25_000 && flooder >= 23_000, "the flooding key held \(flooder)")
+        for other in 0..<100 { try guardian.record(keyID: "key-\(other)", nonce: .random(), expires: 100, now: 0) }
+        // Its entries expire: the key may record again.
+        try guardian.record(keyID: "flooder", nonce: .random(), expires: 300, now: 200)
+    }
+
+    @Test func badConfigurationIsAnErrorNotATrap() {
+        for (capacity, share) in [(0, 0.5), (-1, 0.5), (10, 0), (10, 1.5), (10, -0.1)] {
+            let error = #expect(throws: SignCoreError.self) { _ = try InMemoryReplayGuard(capacity: capacity, maxShare: share) }
+            #expect(error?.code == .invalidConfiguration)
+        }
+        let shards = #expect(throws: SignCoreError.self) { _ = try InMemoryReplayGuard(capacity: 10, shardCount: 0) }
+        #expect(shards?.code == .invalidConfiguration)
+    }
+
+    /// A table the system cannot allocate is `overloaded`, not a crash.
+    @Test func failedAllocationIsAnError() {
+        let error = #expect(throws: SignCoreError.self) { _ = try NonceTable.allocate(1 << 52) }
+        #expect(error?.code == .overloaded)
+    }
+
+    /// A full table is scanned for expired entries at most once per second: a flood of new
+    /// nonces against a full guard cannot make every verify rescan it.
+    @Test func fullGuardRescansOncePerSecond() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 8, maxShare: 1, shardCount: 1)
+        for _ in 0..<8 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 100, now: 0) }
+        let scans = guardian.shards.scans
+        for _ in 0..<50 {
+            let error = #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: .random(), expires: 100, now: 5) }
+            #expect(error?.code == .overloaded)
+        }
+        #expect(guardian.shards.scans <= scans + 2)  // the first refusal scanned; the other 49 did not
+        try guardian.record(keyID: Self.key, nonce: .random(), expires: 200, now: 100)  // everything expired: room again
+        #expect(guardian.count == 1)
+    }
+
+    @Test func shardsShareTheLoad() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 64_000, maxShare: 1, shardCount: 64)
+        for _ in 0..<64_000 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 100, now: 0) }
+        #expect(guardian.count == 64_000)
+    }
+
+    @Test func expiredEntriesLeaveOnTheirOwn() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 100, maxShare: 1)
+        for i in 0..<100 { try guardian.record(keyID: Self.key, nonce: .random(), expires: Int64(10 + i % 10), now: 0) }
+        #expect(guardian.count == 100)
+        // At t = 15 the entries expiring at 10...15 are gone, so there is room again.
+        try guardian.record(keyID: Self.key, nonce: .random(), expires: 50, now: 15)
+        #expect(guardian.count == 100 - 60 + 1)
+        // A nonce may be used again only once its token has expired.
+        let nonce = Nonce.random()
+        try guardian.record(keyID: Self.key, nonce: nonce, expires: 30, now: 20)
+        #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 30, now: 29) }
+        try guardian.record(keyID: Self.key, nonce: nonce, expires: 60, now: 30)
+    }
+
+    /// Tables of 2 MiB and more come from mmap: growing into them, rebuilding between them and
+    /// shrinking back out of them keeps every unexpired nonce and drops the expired ones.
+    @Test func largeTablesKeepEveryNonce() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 100_000, maxShare: 1, shardCount: 1)
+        let nonces = (0..<40_000).map { _ in Nonce.random() }
+        for nonce in nonces { try guardian.record(keyID: Self.key, nonce: nonce, expires: 100, now: 0) }
+        #expect(guardian.count == nonces.count)
+        var replays = 0
+        for nonce in nonces {
+            do throws(SignCoreError) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 100, now: 1) } catch {
+                if error.code == .replayed { replays += 1 }
+            }
+        }
+        #expect(replays == nonces.count)
+        // Once they have expired they make room: 110 000 nonces pass through a guard of 100 000.
+        for _ in 0..<70_000 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 300, now: 200) }
+        #expect(guardian.count <= 100_000)
+        try guardian.record(keyID: Self.key, nonce: nonces[0], expires: 300, now: 200)  // expired: usable again
+    }
+
+    @Test func shardedGuardIsThreadSafe() async throws {
+        let guardian = try InMemoryReplayGuard(capacity: 100_000)
+        let nonces = (0..<2000).map { _ in Nonce.random() }
+        // Every nonce offered twice, concurrently: exactly one success each.
+        let accepted = await withTaskGroup(of: Int.self) { group in
+            for (index, nonce) in (nonces + nonces).enumerated() {
+                group.addTask { (try? guardian.record(keyID: "k\(index % 7)", nonce: nonce, expires: 100, now: 0)) != nil ? 1 : 0 }
+            }
+            return await group.reduce(0, +)
+        }
+        // The same nonce under two different keys is two entries; under one key, one.
+        let distinctPairs = Set((nonces + nonces).enumerated().map { "\($0.offset % 7) \($0.element)" }).count
+        #expect(accepted == distinctPairs)
+        #expect(guardian.count == distinctPairs)
+    }
+}
