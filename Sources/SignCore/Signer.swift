@@ -1,4 +1,4 @@
-/// The default header names (SPEC §4.4).
+/// The default header names (SPEC §4.6).
 public enum HeaderName {
     public static let whash = "whash"
     public static let wtoken = "wtoken"
@@ -12,7 +12,7 @@ public struct SignedHeaders: Sendable, Equatable {
     public let wtoken: String
 }
 
-/// Signs outgoing requests with one key (the client side; SPEC §4.3).
+/// Signs outgoing requests with one key (the client side; SPEC §4).
 ///
 /// A value type: configure it once (key, lifetime, account, covered headers), then call `sign`
 /// per request.

@@ -63,6 +63,11 @@ tests = [
      "https://h.example/s?" + "&".join("k%03d=v" % i for i in range(256))),
     ("§2.1 exactly 8192 bytes are accepted", "https://h.example/" + "a" * (8192 - 18), "https://h.example/" + "a" * (8192 - 18)),
     ("typical GET", "https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9", "https://api.example.com/v1/orders?id=42&q=caf%C3%A9&sort=desc"),
+    ("§2.6 a trailing . after an empty segment keeps the empty segment (RFC 3986 gives /a//)", "https://h.example/a//.", "https://h.example/a//"),
+    ("§2.6 a trailing .. after an empty segment removes only the segment before it", "https://h.example/a//b/..", "https://h.example/a//"),
+    ("§2.4 IPv6 :: may stand for a single zero group, written out in RFC 5952 form", "http://[1:2:3:4:5:6:7::]/", "http://[1:2:3:4:5:6:7:0]/"),
+    ("§2.7 the 256-pair limit counts pairs after empty pieces are dropped", "https://h.example/s?" + "&&".join("k%03d=v" % i for i in range(256)) + "&&&",
+     "https://h.example/s?" + "&".join("k%03d=v" % i for i in range(256))),
     # invalid
     ("§2.1 empty input", "", "invalidURL"),
     ("§2.3 no scheme", "api.example.com/a", "invalidURL"),
@@ -85,6 +90,13 @@ tests = [
     ("§2.4 IPv6 with nine groups", "http://[1:2:3:4:5:6:7:8:9]/", "invalidURL"),
     ("§2.4 IPv6 zone identifier refused", "http://[fe80::1%25eth0]/", "invalidURL"),
     ("§2.4 IPv6 group of five digits", "http://[12345::1]/", "invalidURL"),
+    ("§2.4 IPv6 :: standing for no group at all (eight groups besides it)", "http://[1:2:3:4:5:6:7::8]/", "invalidURL"),
+    ("§2.4 an empty IPv6 literal", "http://[]/", "invalidURL"),
+    ("§2.4 an IPv4 part with a leading zero", "http://[::ffff:01.2.3.4]/", "invalidURL"),
+    ("§2.4 an IPv4 part that is not last", "http://[::1.2.3.4:5]/", "invalidURL"),
+    ("§2.4 an IPv4 part of three octets", "http://[::ffff:1.2.3]/", "invalidURL"),
+    ("§2.4 an IPv4 part with an octet above 255", "http://[::ffff:1.2.3.256]/", "invalidURL"),
+    ("§2.7 257 pairs are refused", "https://h.example/s?" + "&".join("k%03d=v" % i for i in range(257)), "invalidURL"),
     ("§2.8 % without two hex digits", "https://h.example/a%2", "invalidURL"),
     ("§2.8 % followed by non-hex", "https://h.example/a%zz", "invalidURL"),
     ("§2.1 control character (tab)", "https://h.example/a\tb", "invalidURL"),
@@ -148,7 +160,7 @@ for comment, a, b, res in pairs:
     pair_cases.append({"tcId": n, "comment": comment, "a": a, "b": b, "result": res})
 
 doc = {
-    "spec": "SignCore/2",
+    "spec": "SignCore/3",
     "algorithm": "canonical-url",
     "header": "docs/SPEC.md §2. tests: input (UTF-8 text, or inputHex for raw bytes) -> expected canonical URL, or error code. pairs: whether two spellings canonicalise to the same bytes.",
     "numberOfTests": len(cases) + len(pair_cases),
