@@ -77,7 +77,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             }
             index = (index + 1) & (slots.count - 1)
         }
-        if perKey.count(of: entry.key) >= perKeyLimit {
+        let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
+        if countsKeys, perKey.count(of: entry.key) >= perKeyLimit {
             if now != scannedAt { try rebuild(now: now) }
             guard perKey.count(of: entry.key) < perKeyLimit else {
                 throw SignCoreError(.overloaded, "this key holds its share of the replay guard; retry later")
@@ -92,7 +93,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         }
         insert(entry)
         credits -= 1
-        perKey.add(entry.key, 1)
+        if countsKeys { perKey.add(entry.key, 1) }
         return true
     }
 
@@ -134,7 +135,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         used = 0
         droppedThrough = max(droppedThrough, now)
         for entry in old where !entry.isEmpty {
-            if entry.expires > now { insert(entry) } else { perKey.add(entry.key, -1) }
+            if entry.expires > now { insert(entry) } else if !perKey.isEmpty { perKey.add(entry.key, -1) }
         }
         perKey.compact()
         Self.release(old)
@@ -180,6 +181,9 @@ struct KeyCounts {
     private var counts: [Int] = Array(repeating: 0, count: 8)
     private var occupied = 0
 
+    /// Whether no key was ever counted (a guard without a share per key).
+    var isEmpty: Bool { occupied == 0 }
+
     func count(of tag: UInt64) -> Int {
         let mask = tags.count - 1
         var index = Int(truncatingIfNeeded: tag >> 7) & mask
@@ -209,6 +213,7 @@ struct KeyCounts {
 
     /// Forgets keys with no entries left, and shrinks to fit the rest.
     mutating func compact() {
+        guard occupied > 0 else { return }
         var size = 8
         var live = 0
         for count in counts where count != 0 { live += 1 }

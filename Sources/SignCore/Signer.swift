@@ -104,8 +104,9 @@ public struct Signer: Sendable {
     }
 
     /// The body's whash for a body-class method; nil for a URL-class method, whose body must be
-    /// empty unless `allowsUnsignedBody` (SPEC §3.2).
-    private func bodyWHash(_ method: RequestMethod, _ content: Content) throws(SignCoreError) -> SHA256Digest? {
+    /// empty unless `allowsUnsignedBody` (SPEC §3.2). Static, so that the closure calling it on
+    /// the hot path captures a Bool, not a copy of the whole signer.
+    private static func bodyWHash(_ method: RequestMethod, _ content: Content, allowsUnsignedBody: Bool) throws(SignCoreError) -> SHA256Digest? {
         let isEmpty: Bool
         switch content {
         case .bytes(let body):
@@ -137,9 +138,11 @@ public struct Signer: Sendable {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
+        let allowsUnsignedBody = allowsUnsignedBody
         let digests = try withUTF8(of: url) { (raw) throws(SignCoreError) in
             try CanonicalURL.withCanonical(raw) { (canonical) throws(SignCoreError) in
-                SigningInput.digests(method: method, canonicalURL: canonical, bodyWHash: try bodyWHash(method, content))
+                let bodyWHash = try Self.bodyWHash(method, content, allowsUnsignedBody: allowsUnsignedBody)
+                return SigningInput.digests(method: method, canonicalURL: canonical, bodyWHash: bodyWHash)
             }
         }
         var covered = SigningInput.Headers.none
