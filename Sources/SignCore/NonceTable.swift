@@ -19,17 +19,39 @@ import Darwin
 /// large ones) and a zero slot is empty, so a rebuild touches only the live entries.
 /// `@unchecked Sendable`: its memory is reached only through its shard's Mutex.
 struct NonceTable: ~Copyable, @unchecked Sendable {
+    /// 32 bytes, so an entry never straddles two cache lines.
     struct Entry {
         var nonce: (UInt64, UInt64)
-        /// The key's replay tag with its lowest bit set: never zero in an occupied slot.
-        var key: UInt64
-        /// The keyed hash of (key, nonce).
+        /// The keyed hash of (key, nonce) with its lowest bit set: never zero in an occupied
+        /// slot. Two pairs are the same when their nonces and hashes are: a different key with
+        /// the same nonce shares the 64-bit hash with probability 2⁻⁶⁴, and the hash's seed is
+        /// secret, so no one can search for such a key.
         var hash: UInt64
-        var expires: Int64
-        var isEmpty: Bool { key == 0 }
-        /// The first slot to probe.
+        /// The expiry (low 40 bits) and the key's slot in `KeyCounts` (high 24 bits; 0 when
+        /// the guard keeps no counts).
+        var meta: UInt64
+
+        init(nonce: (UInt64, UInt64), hash: UInt64, expires: Int64, keySlot: Int) {
+            self.nonce = nonce
+            self.hash = hash | 1
+            meta = UInt64(clamping: min(max(expires, 0), Self.maxExpires)) | UInt64(keySlot) << 40
+        }
+
+        /// Expiries are held in 40 bits (a token's is below 2³⁷); a later one is kept as this.
+        static let maxExpires: Int64 = (1 << 40) - 1
+
+        var expires: Int64 {
+            get { Int64(meta & UInt64(Self.maxExpires)) }
+            set { meta = meta & ~UInt64(Self.maxExpires) | UInt64(clamping: min(max(newValue, 0), Self.maxExpires)) }
+        }
+        var keySlot: Int {
+            get { Int(meta >> 40) }
+            set { meta = meta & UInt64(Self.maxExpires) | UInt64(newValue) << 40 }
+        }
+        var isEmpty: Bool { hash == 0 }
+        /// The first slot to probe (the hash bits above the one that is always set).
         func home(_ mask: Int) -> Int { Self.home(hash: hash, mask: mask) }
-        static func home(hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash) & mask }
+        static func home(hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 1) & mask }
     }
 
     private var slots: UnsafeMutableBufferPointer<Entry>
@@ -37,7 +59,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     private(set) var used = 0
     /// Slots of the guard's budget this shard holds and has not used yet.
     private(set) var credits = 0
-    /// Entries per key (expired or not).
+    /// Entries per key (expired or not), when the guard bounds each key's share.
     private var perKey = KeyCounts()
     /// The latest `now` at which expired entries were dropped: a nonce whose token expired at
     /// or before it may have been forgotten.
@@ -67,20 +89,20 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         guard expires > droppedThrough else {
             throw SignCoreError(.expired, "the token expired before a time whose nonces the replay guard has already dropped")
         }
-        let entry = Entry(nonce: pair.nonce.words, key: pair.key | 1, hash: pair.hash, expires: expires)
-        var index = entry.home(slots.count - 1)
+        let hash = pair.hash | 1
+        var index = Entry.home(hash: hash, mask: slots.count - 1)
         while !slots[index].isEmpty {
-            if slots[index].hash == entry.hash, slots[index].key == entry.key, slots[index].nonce == entry.nonce {
+            if slots[index].hash == hash, slots[index].nonce == pair.nonce.words {
                 guard slots[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
-                slots[index].expires = entry.expires  // the earlier token has expired: the nonce may serve again
+                slots[index].expires = expires  // the earlier token has expired: the nonce may serve again
                 return true
             }
             index = (index + 1) & (slots.count - 1)
         }
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
-        if countsKeys, perKey.count(of: entry.key) >= perKeyLimit {
+        if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
             if now != scannedAt { try rebuild(now: now) }
-            guard perKey.count(of: entry.key) < perKeyLimit else {
+            guard perKey.count(of: pair.key) < perKeyLimit else {
                 throw SignCoreError(.overloaded, "this key holds its share of the replay guard; retry later")
             }
         }
@@ -88,12 +110,14 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if credits == 0, now != scannedAt { try rebuild(now: now) }
         guard credits > 0 else { return false }
         if 2 * (used + 1) > slots.count {
-            if now != scannedAt { try rebuild(now: now) }
-            if 2 * (used + 1) > slots.count { try rebuild(now: now, size: 2 * slots.count) }  // no room even so
+            // Grow (room for four times the live entries); at the size bound, rescan at most
+            // once per second of `now`, and double when even that leaves no room.
+            if slots.count < sizeBound || now != scannedAt { try rebuild(now: now) }
+            if 2 * (used + 1) > slots.count { try rebuild(now: now, size: 2 * slots.count) }
         }
-        insert(entry)
+        let keySlot = countsKeys ? try perKey.add(pair.key) : 0
+        insert(Entry(nonce: pair.nonce.words, hash: hash, expires: expires, keySlot: keySlot))
         credits -= 1
-        if countsKeys { perKey.add(entry.key, 1) }
         return true
     }
 
@@ -134,10 +158,16 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         credits += used - live
         used = 0
         droppedThrough = max(droppedThrough, now)
-        for entry in old where !entry.isEmpty {
-            if entry.expires > now { insert(entry) } else if !perKey.isEmpty { perKey.add(entry.key, -1) }
+        if perKey.isEmpty {
+            for entry in old where !entry.isEmpty && entry.expires > now { insert(entry) }
+        } else {
+            for entry in old where !entry.isEmpty && entry.expires <= now { perKey.remove(slot: entry.keySlot) }
+            let renumbered = perKey.compacted()
+            for var entry in old where !entry.isEmpty && entry.expires > now {
+                entry.keySlot = renumbered[entry.keySlot]
+                insert(entry)
+            }
         }
-        perKey.compact()
         Self.release(old)
     }
 
@@ -173,66 +203,80 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     }
 }
 
-/// Entries per key in one shard: a small open-addressing map from a key's tag (already a keyed
-/// hash, so its bits pick the slot) to a count. Keys whose count falls to zero leave when the
-/// shard rebuilds.
+/// Entries per key in one shard. Each key seen gets a slot (1, 2, ...; entries hold it in
+/// 24 bits); an index from the key's tag (already a keyed hash, so its bits pick the place)
+/// finds the slot. Keys whose count falls to zero leave when the shard rebuilds.
 struct KeyCounts {
-    private var tags: [UInt64] = Array(repeating: 0, count: 8)
-    private var counts: [Int] = Array(repeating: 0, count: 8)
-    private var occupied = 0
+    /// By slot (slot 0 unused: "no key").
+    private var tags: [UInt64] = [0]
+    private var counts: [Int] = [0]
+    /// Open addressing: the slot of a tag, 0 for an empty place.
+    private var index: [Int32] = Array(repeating: 0, count: 8)
 
-    /// Whether no key was ever counted (a guard without a share per key).
-    var isEmpty: Bool { occupied == 0 }
+    static let maxSlots = 1 << 24
+
+    /// Whether no key is counted (a guard without a share per key).
+    var isEmpty: Bool { tags.count == 1 }
+
+    private func place(of tag: UInt64) -> (Int, found: Bool) {
+        let mask = index.count - 1
+        var place = Int(truncatingIfNeeded: tag >> 7) & mask
+        while index[place] != 0 {
+            if tags[Int(index[place])] == tag { return (place, true) }
+            place = (place + 1) & mask
+        }
+        return (place, false)
+    }
 
     func count(of tag: UInt64) -> Int {
-        let mask = tags.count - 1
-        var index = Int(truncatingIfNeeded: tag >> 7) & mask
-        while tags[index] != 0 {
-            if tags[index] == tag { return counts[index] }
-            index = (index + 1) & mask
-        }
-        return 0
+        let (place, found) = place(of: tag)
+        return found ? counts[Int(index[place])] : 0
     }
 
-    /// Adds `delta` to the count of `tag` (a non-zero tag).
-    mutating func add(_ tag: UInt64, _ delta: Int) {
-        let mask = tags.count - 1
-        var index = Int(truncatingIfNeeded: tag >> 7) & mask
-        while tags[index] != 0 {
-            if tags[index] == tag {
-                counts[index] += delta
-                return
-            }
-            index = (index + 1) & mask
+    /// Counts one more entry of `tag`; its slot. `overloaded` past 2²⁴ − 1 keys in one shard.
+    mutating func add(_ tag: UInt64) throws(SignCoreError) -> Int {
+        let (place, found) = place(of: tag)
+        if found {
+            let slot = Int(index[place])
+            counts[slot] += 1
+            return slot
         }
-        tags[index] = tag
-        counts[index] = delta
-        occupied += 1
-        if 2 * occupied > tags.count { resize(to: tags.count * 2) }
+        guard tags.count < Self.maxSlots else {
+            throw SignCoreError(.overloaded, "the replay guard holds too many keys; retry later")
+        }
+        tags.append(tag)
+        counts.append(1)
+        index[place] = Int32(tags.count - 1)
+        if 2 * tags.count > index.count { reindex(size: index.count * 2) }
+        return tags.count - 1
     }
 
-    /// Forgets keys with no entries left, and shrinks to fit the rest.
-    mutating func compact() {
-        guard occupied > 0 else { return }
+    mutating func remove(slot: Int) {
+        counts[slot] -= 1
+    }
+
+    /// Drops the keys without entries and renumbers the rest; the new slot of each old one.
+    mutating func compacted() -> [Int] {
+        var renumbered = Array(repeating: 0, count: tags.count)
+        var keptTags: [UInt64] = [0], keptCounts = [0]
+        for slot in 1..<tags.count where counts[slot] > 0 {
+            renumbered[slot] = keptTags.count
+            keptTags.append(tags[slot])
+            keptCounts.append(counts[slot])
+        }
+        tags = keptTags
+        counts = keptCounts
         var size = 8
-        var live = 0
-        for count in counts where count != 0 { live += 1 }
-        while size < 4 * live { size *= 2 }
-        resize(to: size)
+        while size < 2 * tags.count { size *= 2 }
+        reindex(size: size)
+        return renumbered
     }
 
-    private mutating func resize(to size: Int) {
-        let oldTags = tags, oldCounts = counts
-        tags = Array(repeating: 0, count: size)
-        counts = Array(repeating: 0, count: size)
-        occupied = 0
-        for (tag, count) in zip(oldTags, oldCounts) where tag != 0 && count != 0 {
-            let mask = size - 1
-            var index = Int(truncatingIfNeeded: tag >> 7) & mask
-            while tags[index] != 0 { index = (index + 1) & mask }
-            tags[index] = tag
-            counts[index] = count
-            occupied += 1
+    private mutating func reindex(size: Int) {
+        index = Array(repeating: 0, count: size)
+        for slot in 1..<tags.count {
+            let (place, _) = place(of: tags[slot])
+            index[place] = Int32(slot)
         }
     }
 }

@@ -46,7 +46,9 @@ public struct VerifiedRequest: Sendable, Equatable, CustomStringConvertible {
     public let expires: Int64
     public let nonce: Nonce
     /// The header fields the signature covers (lower case); their values are as received.
-    public let coveredHeaders: [String]
+    public var coveredHeaders: [String] { headersField.isEmpty ? [] : headersField.split(separator: ",").map(String.init) }
+    /// The token's `headers` field: a String, empty (and free to copy) when nothing is covered.
+    let headersField: String
 
     public var description: String {
         "VerifiedRequest(keyID: \(keyID), algorithm: \(algorithm.rawValue), account: \(account.debugDescription), "
@@ -101,6 +103,7 @@ public struct Verifier: Sendable {
     public let allowsUnsignedBody: Bool
     /// The header fields tokens must cover.
     public let requiredHeaders: RequiredHeaders
+    private let requiresCoverage: Bool
     public let replayGuard: any ReplayGuard
     /// The shards of the same guard when it is the in-process one, called directly rather than
     /// through the protocol's async requirement (`replayGuard` keeps them alive).
@@ -129,6 +132,7 @@ public struct Verifier: Sendable {
         self.requireWhashHeader = requireWhashHeader
         self.allowsUnsignedBody = allowsUnsignedBody
         self.requiredHeaders = requiredHeaders
+        requiresCoverage = requiredHeaders != .none
         self.clock = clock
     }
 
@@ -144,7 +148,15 @@ public struct Verifier: Sendable {
     /// global executor and back would only add a task switch to every verify.
     nonisolated(nonsending) public func verify(_ request: ReceivedRequest) async throws(SignCoreError) -> VerifiedRequest {
         let now = clock()
-        let verified = try await checkFetchingKey(request, now: now)  // records the nonce when the guard is in memory
+        var missing: String?
+        let verified: VerifiedRequest
+        do {
+            verified = try checkRecording(request, now: now, fetched: nil, missingKey: &missing)
+        } catch where error.code == .unknownKey && missing != nil {
+            // A key neither the set nor the cache holds: fetched from the cache's source once.
+            guard let cache = keyCache, let id = missing, let key = try await cache.key(id: id) else { throw error }
+            verified = try checkRecording(request, now: now, fetched: key, missingKey: &missing)
+        }
         if inMemoryShards == nil {
             try await replayGuard.record(keyID: verified.keyID, nonce: verified.nonce, expires: verified.expires, now: now)
         }
@@ -159,19 +171,9 @@ public struct Verifier: Sendable {
         return try check(request, now: now ?? clock(), fetched: nil, missingKey: &missing) { _, _ in }
     }
 
-    /// The checks, with a key the cache did not hold fetched from its source once.
-    nonisolated(nonsending) private func checkFetchingKey(_ request: ReceivedRequest, now: Int64) async throws(SignCoreError) -> VerifiedRequest {
-        var missing: String?
-        do {
-            return try checkRecording(request, now: now, fetched: nil, missingKey: &missing)
-        } catch where error.code == .unknownKey && missing != nil {
-            guard let cache = keyCache, let id = missing, let key = try await cache.key(id: id) else { throw error }
-            return try checkRecording(request, now: now, fetched: key, missingKey: &missing)
-        }
-    }
-
     /// The checks and, with the in-memory guard, the replay record, hashed as soon as the
     /// key is known so that its table slot loads while the signature is checked.
+    @inline(__always)
     private func checkRecording(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?,
                                 missingKey: inout String?) throws(SignCoreError) -> VerifiedRequest {
         guard let shards = inMemoryShards else {
@@ -196,7 +198,7 @@ public struct Verifier: Sendable {
         // cache or `fetched` holds it), and the account is made only when there is one, so the
         // hot path does little reference counting.
         var account = ""
-        var covered: [String] = []
+        var covered = ""
         var cachedKey: SigningKey?  // holds a key from the cache while it is used
         let keySet = keyStore.unretained
         let (created, lifetime, nonce, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
@@ -222,15 +224,12 @@ public struct Verifier: Sendable {
                 }
             }
             if token.accountByteCount > 0 { account = token.account(in: tokenText) }
-            if token.coveredCount > 0 {
-                let names = token.headers(in: tokenText)
-                covered = CoveredHeaders.names(in: names).map { String(decoding: names[$0], as: UTF8.self) }
-            }
+            if token.coveredCount > 0 { covered = String(decoding: token.headers(in: tokenText), as: UTF8.self) }
             return (token.created, token.lifetime, token.nonce, key)  // not the whole token: fewer bytes copied out
         }
         return key.withObject { signer in
             VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
-                            created: created, expires: created + lifetime, nonce: nonce, coveredHeaders: covered)
+                            created: created, expires: created + lifetime, nonce: nonce, headersField: covered)
         }
     }
 
@@ -252,6 +251,20 @@ public struct Verifier: Sendable {
             }
         }
         throw SignCoreError(.unknownKey, "no key has the token's key id")
+    }
+
+    /// Step 7's first half: every header field the verifier requires is named by the token.
+    private func checkCoverage(_ names: UnsafeRawBufferPointer, method: RequestMethod) throws(SignCoreError) {
+        let covered = CoveredHeaders.names(in: names)
+        for required in requiredHeaders.names(for: method) {
+            var required = required
+            let isCovered = required.withUTF8 { wanted in
+                covered.contains { bytesEqual(UnsafeRawBufferPointer(rebasing: names[$0]), UnsafeRawBufferPointer(wanted)) }
+            }
+            guard isCovered else {
+                throw SignCoreError(.headerNotCovered, "the token does not cover a header field the verifier requires")
+            }
+        }
     }
 
     /// Steps 3 (the algorithm) to 9, with the key the token names.
@@ -289,15 +302,7 @@ public struct Verifier: Sendable {
 
         // 7. Covered headers: every required one covered; the covered values as received.
         let names = token.headers(in: tokenText)
-        for required in requiredHeaders.names(for: method) {
-            var required = required
-            let isCovered = required.withUTF8 { wanted in
-                CoveredHeaders.names(in: names).contains { bytesEqual(UnsafeRawBufferPointer(rebasing: names[$0]), UnsafeRawBufferPointer(wanted)) }
-            }
-            guard isCovered else {
-                throw SignCoreError(.headerNotCovered, "the token does not cover a header field the verifier requires")
-            }
-        }
+        if requiresCoverage { try checkCoverage(names, method: method) }
         var headers = SigningInput.Headers.none
         if token.coveredCount > 0 {
             headers.count = token.coveredCount
