@@ -6,10 +6,14 @@
 public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: Code
     public let detail: String
+    /// For `unknownKey`: the key id the token named. Key ids are public (1–64 characters of
+    /// `A-Z a-z 0-9 - _`, checked before this is set), so it is safe to log and to return.
+    public let keyID: String?
 
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ detail: String, keyID: String? = nil) {
         self.code = code
         self.detail = detail
+        self.keyID = keyID
     }
 
     public var description: String { "\(code.name) (\(code.rawValue)): \(detail)" }

@@ -250,7 +250,7 @@ public struct Verifier: Sendable {
                 missing = name
             }
         }
-        throw SignCoreError(.unknownKey, "no key has the token's key id")
+        throw SignCoreError(.unknownKey, "no key has the token's key id", keyID: String(decoding: id, as: UTF8.self))
     }
 
     /// Step 7's first half: every header field the verifier requires is named by the token.

@@ -194,6 +194,17 @@ import Testing
 
     // MARK: §7 configuration and printing
 
+    /// An unknown key id is named (it is public) in a field of its own, not in the detail text.
+    @Test func unknownKeyNamesTheKeyID() throws {
+        let clock = TestClock(Self.t0)
+        let stranger = try SigningKey.generate(.hmacSHA256, id: "device-42")
+        let h = try Signer(key: stranger, clock: clock.function).sign(method: .get, url: Self.url)
+        let v = try verifier([try SigningKey.generate(.hmacSHA256)], clock: clock)
+        let error = #expect(throws: SignCoreError.self) { _ = try v.check(received("GET", Self.url, [], h)) }
+        #expect(error?.code == .unknownKey && error?.keyID == "device-42")
+        #expect(error?.detail.contains("device-42") == false)
+    }
+
     @Test func verifierSettingsOutOfRangeAreErrors() throws {
         for (skew, maxLifetime) in [(Int64(-1), Int64(300)), (86_401, 300), (30, 0), (30, 86_401)] {
             let error = #expect(throws: SignCoreError.self) {
