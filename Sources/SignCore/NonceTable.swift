@@ -61,8 +61,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     private(set) var credits = 0
     /// Entries per key (expired or not), when the guard bounds each key's share.
     private var perKey = KeyCounts()
-    /// The latest `now` at which expired entries were dropped: a nonce whose token expired at
-    /// or before it may have been forgotten.
+    /// The latest expiry of an entry dropped so far: a nonce whose token expired at or before
+    /// it may have been forgotten, so such a token is refused (the clock may have stepped back).
     private(set) var droppedThrough = Int64.min
     /// Full scans so far, and the `now` of the last one.
     private(set) var scans = 0
@@ -148,8 +148,10 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     private mutating func rebuild(now: Int64, size: Int? = nil) throws(SignCoreError) {
         scans += 1
         scannedAt = now
-        var live = 0
-        for entry in slots where !entry.isEmpty && entry.expires > now { live += 1 }
+        var live = 0, latestDropped = droppedThrough
+        for entry in slots where !entry.isEmpty {
+            if entry.expires > now { live += 1 } else { latestDropped = max(latestDropped, entry.expires) }
+        }
         let size = size ?? max(Self.powerOfTwo(atLeast: 2 * (live + 1)),
                                min(Self.powerOfTwo(atLeast: 4 * (live + 1)), sizeBound))
         let fresh = try Self.allocate(size)
@@ -157,7 +159,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         slots = fresh
         credits += used - live
         used = 0
-        droppedThrough = max(droppedThrough, now)
+        droppedThrough = latestDropped
         if perKey.isEmpty {
             for entry in old where !entry.isEmpty && entry.expires > now { insert(entry) }
         } else {

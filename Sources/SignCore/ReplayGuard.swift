@@ -27,9 +27,9 @@ public protocol ReplayGuard: Sendable {
 ///   holder cannot lock out every other key. The bound is kept per shard (share × capacity /
 ///   shards each; nonces spread evenly by a keyed hash), so a key is first refused within a few
 ///   percent of its share.
-/// - **Clock steps**: each shard remembers the latest `now` at which it dropped expired entries
-///   and refuses, as `expired`, any token whose expiry is not after it; a clock moved back past
-///   that time can therefore never bring back a token whose nonce was forgotten.
+/// - **Clock steps**: each shard remembers the latest expiry among the entries it dropped and
+///   refuses, as `expired`, any token whose expiry is not after it; a clock moved back can
+///   therefore never bring back a token whose nonce was forgotten.
 ///
 /// Sharded by a keyed hash of (key, nonce) so concurrent verifiers rarely wait on the same lock,
 /// and so a key holder who picks nonces on purpose cannot pile them into one shard or probe chain.
