@@ -9,6 +9,7 @@
 
 #include <string.h>
 #include <sodium.h>
+#include <openssl/err.h>
 #include <openssl/sha.h>
 #include <openssl/evp.h>
 #include <openssl/ec.h>
@@ -157,6 +158,10 @@ int sc_ed25519_verify(const void *public32, const void *message, size_t length, 
     return crypto_sign_verify_detached(signature64, message, length, public32) == 0 ? 0 : -1;
 }
 
+int sc_ed25519_is_valid_point(const void *public32) {
+    return crypto_core_ed25519_is_valid_point(public32);
+}
+
 /* ---- ECDSA P-256 ------------------------------------------------------------------------ */
 
 /* Low-level EC_KEY (deprecated in OpenSSL 3, like SHA256_CTX): ECDSA_do_sign/do_verify run the
@@ -176,6 +181,7 @@ int sc_p256_generate(void *private32) {
     }
     BN_clear_free(d);
     EVP_PKEY_free(pkey);
+    if (rc != 0) ERR_clear_error();
     return rc;
 }
 
@@ -195,6 +201,7 @@ done:
     EC_POINT_free(point);
     BN_clear_free(d);
     EC_GROUP_free(group);
+    if (rc != 0) ERR_clear_error();
     return rc;
 }
 
@@ -220,6 +227,7 @@ sc_p256_key *sc_p256_key_new(const void *public65, const void *private32) {
 done:
     EC_KEY_free(ec);
     BN_clear_free(d);
+    if (key == NULL) ERR_clear_error();
     return key;
 }
 
@@ -236,10 +244,14 @@ int sc_p256_sign(sc_p256_key *key, const void *message, size_t length, void *sig
     int rc = -1;
     sc_sha256(message, length, digest);
     ECDSA_SIG *sig = ECDSA_do_sign(digest, sizeof digest, key->ec);
-    if (sig == NULL) return -1;
+    if (sig == NULL) {
+        ERR_clear_error();
+        return -1;
+    }
     ECDSA_SIG_get0(sig, &r, &s);
     if (BN_bn2binpad(r, out, 32) == 32 && BN_bn2binpad(s, out + 32, 32) == 32) rc = 0;
     ECDSA_SIG_free(sig);
+    if (rc != 0) ERR_clear_error();
     return rc;
 }
 
@@ -253,12 +265,20 @@ int sc_p256_verify(sc_p256_key *key, const void *message, size_t length, const v
         BN_free(r);
         BN_free(s);
         ECDSA_SIG_free(sig);
+        ERR_clear_error();
         return -1;
     }
     sc_sha256(message, length, digest);
     rc = ECDSA_do_verify(digest, sizeof digest, sig, key->ec) == 1 ? 0 : -1;
     ECDSA_SIG_free(sig);
+    /* A failed verify (r or s out of range, say) leaves errors on this thread's queue; a TLS
+       library on the same thread would read them as its own. */
+    if (rc != 0) ERR_clear_error();
     return rc;
+}
+
+int sc_openssl_error_pending(void) {
+    return ERR_peek_error() != 0;
 }
 
 /* ---- Randomness, comparison, wiping ----------------------------------------------------- */

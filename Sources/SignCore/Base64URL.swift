@@ -152,6 +152,12 @@ public enum Base64URL {
         return valid
     }
 
+    /// Appends what canonical unpadded base64url `text` decodes to, in constant time (for key
+    /// material, into a buffer the caller wipes); false for anything else.
+    static func decodeSecret(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter) -> Bool {
+        decode(text, into: &out, value: constantTimeValue(of:))
+    }
+
     /// Decodes canonical unpadded base64url in constant time (key material arrives this way);
     /// nil for anything else.
     public static func decode(_ text: UnsafeRawBufferPointer) -> [UInt8]? {

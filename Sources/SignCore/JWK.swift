@@ -7,12 +7,12 @@ public enum JWK {
     public static func thumbprint(of key: SigningKey) -> String {
         var secret = key.algorithm == .hmacSHA256 ? key.exportSecret() ?? [] : []
         defer { wipe(&secret) }
-        return thumbprint(algorithm: key.algorithm, publicKey: key.publicKey, hmacSecret: secret)
+        return secret.withUnsafeBytes { thumbprint(algorithm: key.algorithm, publicKey: key.publicKey, hmacSecret: $0) }
     }
 
     /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)). Hashed in
     /// pieces so that an HMAC secret is never copied into a String, which could not be wiped.
-    static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: [UInt8]) -> String {
+    static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> String {
         var hasher = SHA256Hasher()
         // Base64url of at most 1024 secret bytes, wiped after use.
         let encoded = UnsafeMutableRawBufferPointer.allocate(byteCount: Base64URL.encodedLength(SigningKey.maxHMACSecretBytes), alignment: 1)
@@ -20,15 +20,18 @@ public enum JWK {
             sc_memzero(encoded.baseAddress, encoded.count)
             encoded.deallocate()
         }
-        func member(_ text: String, base64url bytes: ArraySlice<UInt8>) {
+        func member(_ text: String, base64url bytes: UnsafeRawBufferPointer) {
             hasher.update(Array(text.utf8))
             var writer = ByteWriter(encoded)
-            bytes.withUnsafeBytes { Base64URL.append($0, to: &writer) }
+            Base64URL.append(bytes, to: &writer)
             hasher.update(writer.written)
+        }
+        func member(_ text: String, base64url bytes: ArraySlice<UInt8>) {
+            bytes.withUnsafeBytes { member(text, base64url: $0) }
         }
         switch algorithm {
         case .hmacSHA256:
-            member(#"{"k":""#, base64url: hmacSecret[...])
+            member(#"{"k":""#, base64url: hmacSecret)
             hasher.update(Array(#"","kty":"oct"}"#.utf8))
         case .ed25519:
             member(#"{"crv":"Ed25519","kty":"OKP","x":""#, base64url: publicKey[...])
@@ -70,89 +73,127 @@ public enum JWK {
         return #"{"keys":["# + parts.joined(separator: ",") + "]}"
     }
 
-    /// Parses one JWK document.
+    /// Parses one JWK document. The String the caller holds cannot be wiped; read key files as
+    /// bytes and use `parseKey(bytes:)` to keep secret text out of Swift Strings.
     public static func parseKey(_ text: String) throws(SignCoreError) -> SigningKey {
-        try key(from: try document(text))
+        try withUTF8(of: text) { (bytes) throws(SignCoreError) in try parseKey(bytes: bytes) }
+    }
+
+    /// Parses one JWK document from bytes (the caller wipes them); secret members are decoded
+    /// into buffers that are wiped after use.
+    public static func parseKey(bytes: UnsafeRawBufferPointer) throws(SignCoreError) -> SigningKey {
+        let document = try parse(bytes)
+        return try key(from: document.root, in: document)
     }
 
     /// Parses a JWK Set document; a single JWK is accepted as a set of one.
     public static func parseKeys(_ text: String) throws(SignCoreError) -> [SigningKey] {
-        let json = try document(text)
-        guard let keys = json["keys"] else { return [try key(from: json)] }
+        try withUTF8(of: text) { (bytes) throws(SignCoreError) in try parseKeys(bytes: bytes) }
+    }
+
+    /// Parses a JWK Set document from bytes (SPEC §6.1): a document with a `keys` member is a
+    /// set (its other members are ignored); any other object is a single JWK, a set of one. An
+    /// invalid key fails the set with that key's own code.
+    public static func parseKeys(bytes: UnsafeRawBufferPointer) throws(SignCoreError) -> [SigningKey] {
+        let document = try parse(bytes)
+        guard case .object = document.root else { throw invalid("a JWK Set must be a JSON object") }
+        guard let keys = document["keys"] else { return [try key(from: document.root, in: document)] }
         guard case let .array(items) = keys else { throw invalid("\"keys\" must be an array") }
         var result: [SigningKey] = []
-        for item in items { result.append(try key(from: item)) }
+        for item in items { result.append(try key(from: item, in: document)) }
         return result
     }
 
-    /// Builds a key from a parsed JWK. `alg`, when present, must match the key type; `use`,
-    /// when present, must be `sig`; private and public parts must belong together.
-    static func key(from jwk: JSON) throws(SignCoreError) -> SigningKey {
+    /// Builds a key from a parsed JWK, checking in this order (SPEC §6.1): every member used is
+    /// a string; `kty`, then `crv`; `alg`, when present, matches the key type
+    /// (`algorithmMismatch`); `use`, when present, is `sig`; the key id; the key material, and
+    /// that private and public parts belong together. Names and values are compared as bytes.
+    static func key(from jwk: JSON, in document: JSONDocument) throws(SignCoreError) -> SigningKey {
         guard case .object = jwk else { throw invalid("a JWK must be a JSON object") }
-        let kid = try optionalString(jwk, "kid")
-        if let use = try optionalString(jwk, "use"), use != "sig" { throw invalid("\"use\" must be \"sig\"") }
-        let alg = try optionalString(jwk, "alg")
-        func expectAlg(_ expected: SignatureAlgorithm) throws(SignCoreError) {
-            if let alg, alg != expected.rawValue {
-                throw SignCoreError(.algorithmMismatch, "the JWK \"alg\" does not match its key type")
-            }
+        for name: StaticString in ["kty", "crv", "alg", "use", "kid", "k", "x", "y", "d"] {
+            if let value = jwk[name], !value.isString { throw invalid("\"\(name)\" must be a string") }
         }
-        switch try requiredString(jwk, "kty") {
-        case "oct":
-            try expectAlg(.hmacSHA256)
-            var secret = try bytes(jwk, "k")
-            defer { wipe(&secret) }
-            return try .hmac(secret: secret, id: kid)
-        case "OKP":
-            try expectAlg(.ed25519)
-            guard try requiredString(jwk, "crv") == "Ed25519" else { throw invalid("only the OKP curve Ed25519 is supported") }
-            let x = try bytes(jwk, "x")
+        func text(_ name: StaticString) -> [UInt8]? { jwk[name].flatMap { document.text($0) } }
+        func equals(_ value: [UInt8]?, _ expected: StaticString) -> Bool {
+            value?.withUnsafeBytes { bytesEqual($0, expected.bytes) } ?? false
+        }
+        let kty = text("kty")
+        let algorithm: SignatureAlgorithm
+        if equals(kty, "oct") {
+            algorithm = .hmacSHA256
+        } else if equals(kty, "OKP") {
+            guard equals(text("crv"), "Ed25519") else { throw invalid("only the OKP curve Ed25519 is supported") }
+            algorithm = .ed25519
+        } else if equals(kty, "EC") {
+            guard equals(text("crv"), "P-256") else { throw invalid("only the EC curve P-256 is supported") }
+            algorithm = .p256
+        } else {
+            throw invalid(kty == nil ? "\"kty\" is missing" : "\"kty\" must be oct, OKP or EC")
+        }
+        if let alg = text("alg"), !equals(alg, algorithm.name) {
+            throw SignCoreError(.algorithmMismatch, "the JWK \"alg\" does not match its key type")
+        }
+        if let use = text("use"), !equals(use, "sig") { throw invalid("\"use\" must be \"sig\"") }
+        let kid = try text("kid").map { (id) throws(SignCoreError) -> String in
+            guard (1...SigningKey.maxKeyIDLength).contains(id.count), id.withUnsafeBytes({ Base64URL.isAlphabet($0) }) else {
+                throw SignCoreError(.invalidKey, "a key id must be 1-64 characters from A-Z a-z 0-9 - _")
+            }
+            return String(decoding: id, as: UTF8.self)
+        }
+        switch algorithm {
+        case .hmacSHA256:
+            return try secret(jwk, "k", in: document) { (k) throws(SignCoreError) in try .hmac(secretBytes: k, id: kid) }
+        case .ed25519:
+            let x = try publicBytes(jwk, "x", in: document)
             guard jwk["d"] != nil else { return try .ed25519(publicKey: x, id: kid) }
-            var seed = try bytes(jwk, "d")
-            defer { wipe(&seed) }
-            let key = try SigningKey.ed25519(seed: seed, id: kid)
+            let key = try secret(jwk, "d", in: document) { (d) throws(SignCoreError) in try SigningKey.ed25519(seedBytes: d, id: kid) }
             guard key.publicKey == x else { throw invalid("\"x\" is not the public key of \"d\"") }
             return key
-        case "EC":
-            try expectAlg(.p256)
-            guard try requiredString(jwk, "crv") == "P-256" else { throw invalid("only the EC curve P-256 is supported") }
-            let x = try bytes(jwk, "x"), y = try bytes(jwk, "y")
+        case .p256:
+            let x = try publicBytes(jwk, "x", in: document), y = try publicBytes(jwk, "y", in: document)
             guard x.count == 32, y.count == 32 else { throw invalid("P-256 \"x\" and \"y\" must be 32 bytes each") }
             let point = [0x04] + x + y
             guard jwk["d"] != nil else { return try .p256(publicKey: point, id: kid) }
-            var scalar = try bytes(jwk, "d")
-            defer { wipe(&scalar) }
-            let key = try SigningKey.p256(privateKey: scalar, id: kid)
+            let key = try secret(jwk, "d", in: document) { (d) throws(SignCoreError) in try SigningKey.p256(privateKeyBytes: d, id: kid) }
             guard key.publicKey == point else { throw invalid("\"x\", \"y\" are not the public key of \"d\"") }
             return key
-        default:
-            throw invalid("\"kty\" must be oct, OKP or EC")
         }
     }
 
-    /// The parsed JSON of a key document; any JSON error is reported as `invalidKey`.
-    private static func document(_ text: String) throws(SignCoreError) -> JSON {
-        do { return try JSON.parse(Array(text.utf8)) } catch { throw invalid(error.detail) }
+    /// The parsed document; any JSON error is reported as `invalidKey` (SPEC §6.1).
+    private static func parse(_ bytes: UnsafeRawBufferPointer) throws(SignCoreError) -> JSONDocument {
+        do { return try JSONDocument(copying: bytes) } catch { throw invalid(error.detail) }
     }
 
     private static func invalid(_ detail: String) -> SignCoreError { SignCoreError(.invalidKey, "JWK: " + detail) }
 
-    private static func optionalString(_ jwk: JSON, _ name: String) throws(SignCoreError) -> String? {
-        guard let value = jwk[name] else { return nil }
-        guard let string = value.stringValue else { throw invalid("\"\(name)\" must be a string") }
-        return string
-    }
-
-    private static func requiredString(_ jwk: JSON, _ name: String) throws(SignCoreError) -> String {
-        guard let value = try optionalString(jwk, name) else { throw invalid("\"\(name)\" is missing") }
-        return value
-    }
-
-    private static func bytes(_ jwk: JSON, _ name: String) throws(SignCoreError) -> [UInt8] {
-        guard let decoded = Base64URL.decode(try requiredString(jwk, name)) else {
+    /// A public binary member, base64url-decoded.
+    private static func publicBytes(_ jwk: JSON, _ name: StaticString, in document: JSONDocument) throws(SignCoreError) -> [UInt8] {
+        guard let value = jwk[name] else { throw invalid("\"\(name)\" is missing") }
+        guard let decoded = document.withString(value, { Base64URL.decode($0) }) ?? nil else {
             throw invalid("\"\(name)\" is not base64url")
         }
         return decoded
+    }
+
+    /// A secret binary member, unescaped and base64url-decoded (in constant time) into wiped
+    /// buffers, handed to `body` and wiped when it returns.
+    private static func secret<R>(_ jwk: JSON, _ name: StaticString, in document: JSONDocument,
+                                  _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
+        guard let value = jwk[name] else { throw invalid("\"\(name)\" is missing") }
+        let result = try document.withString(value) { (text) throws(SignCoreError) -> R in
+            guard let length = Base64URL.decodedLength(text.count) else { throw invalid("\"\(name)\" is not base64url") }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(length, 1), alignment: 16)
+            defer {
+                sc_memzero(buffer.baseAddress, buffer.count)
+                buffer.deallocate()
+            }
+            var out = ByteWriter(buffer)
+            guard Base64URL.decodeSecret(text, into: &out) else { throw invalid("\"\(name)\" is not base64url") }
+            return try body(out.written)
+        }
+        guard let result else { throw invalid("\"\(name)\" must be a string") }
+        return result
     }
 }
 

@@ -14,9 +14,24 @@ public struct KeySet: Sendable {
         for key in keys { try add(key) }
     }
 
-    /// Parses a JWK Set (or a single JWK).
-    public init(jwks: String) throws(SignCoreError) {
-        try self.init(try JWK.parseKeys(jwks))
+    /// Parses a JWK Set (or a single JWK) for a verifier. A private Ed25519 or P-256 key (one
+    /// with `d`) is refused (`invalidKey`) unless `allowPrivateKeys`: a verifier needs only the
+    /// public half, and a private key on a server is one more place it can leak from. HMAC
+    /// secrets are shared by nature and always allowed.
+    public init(jwks: String, allowPrivateKeys: Bool = false) throws(SignCoreError) {
+        try self.init(try JWK.parseKeys(jwks), allowPrivateKeys: allowPrivateKeys)
+    }
+
+    /// The same from bytes (the caller wipes them; secret members never become Strings).
+    public init(jwksBytes: UnsafeRawBufferPointer, allowPrivateKeys: Bool = false) throws(SignCoreError) {
+        try self.init(try JWK.parseKeys(bytes: jwksBytes), allowPrivateKeys: allowPrivateKeys)
+    }
+
+    private init(_ keys: [SigningKey], allowPrivateKeys: Bool) throws(SignCoreError) {
+        if !allowPrivateKeys, keys.contains(where: { $0.algorithm != .hmacSHA256 && $0.canSign }) {
+            throw SignCoreError(.invalidKey, "a verifier's key set holds a private key; pass its public half, or allow private keys")
+        }
+        try self.init(keys)
     }
 
     /// Adds a key; a second key with the same id is refused rather than silently replacing it.

@@ -77,7 +77,7 @@ public final class SigningKey: @unchecked Sendable {
 
     /// The given key id, or the RFC 7638 thumbprint when none is given.
     private static func resolveID(_ id: String?, _ algorithm: SignatureAlgorithm, publicKey: [UInt8],
-                                  hmacSecret: [UInt8] = []) -> String {
+                                  hmacSecret: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) -> String {
         id ?? JWK.thumbprint(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret)
     }
 
@@ -103,6 +103,11 @@ public final class SigningKey: @unchecked Sendable {
 
     /// An HMAC-SHA256 key from a shared secret (32–1024 bytes).
     public static func hmac(secret: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try withBytes(of: secret) { (raw) throws(SignCoreError) in try hmac(secretBytes: raw, id: id) }
+    }
+
+    /// An HMAC-SHA256 key from a secret held in a buffer the caller wipes (no copy is left behind).
+    static func hmac(secretBytes secret: UnsafeRawBufferPointer, id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
         guard (minHMACSecretBytes...maxHMACSecretBytes).contains(secret.count) else {
             throw SignCoreError(.invalidKey, "an HMAC secret must be 32 to 1024 bytes")
@@ -110,23 +115,24 @@ public final class SigningKey: @unchecked Sendable {
         let id = resolveID(id, .hmacSHA256, publicKey: [], hmacSecret: secret)
         let stateSize = hmacStateSize
         let buffer = allocateSecret(stateSize + secret.count)
-        secret.withUnsafeBytes { raw in
-            sc_hmac_key_init(buffer.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self), raw.baseAddress, raw.count)
-            UnsafeMutableRawBufferPointer(rebasing: buffer[stateSize...]).copyMemory(from: raw)
-        }
+        sc_hmac_key_init(buffer.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self), secret.baseAddress, secret.count)
+        UnsafeMutableRawBufferPointer(rebasing: buffer[stateSize...]).copyMemory(from: secret)
         return SigningKey(id: id, algorithm: .hmacSHA256, publicKey: [], secret: buffer, p256: nil)
     }
 
     /// An Ed25519 key pair from its 32-byte seed (the JWK `d`).
     public static func ed25519(seed: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try withBytes(of: seed) { (raw) throws(SignCoreError) in try ed25519(seedBytes: raw, id: id) }
+    }
+
+    /// An Ed25519 key pair from a seed held in a buffer the caller wipes.
+    static func ed25519(seedBytes seed: UnsafeRawBufferPointer, id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
         guard seed.count == Int(SC_ED25519_SEED_BYTES) else { throw SignCoreError(.invalidKey, "an Ed25519 seed must be 32 bytes") }
         try SignCoreRuntime.start()
         let buffer = allocateSecret(Int(SC_ED25519_SECRET_BYTES))
         var publicKey = [UInt8](repeating: 0, count: Int(SC_ED25519_PUBLIC_BYTES))
-        let rc = seed.withUnsafeBytes { s in
-            publicKey.withUnsafeMutableBytes { p in sc_ed25519_keypair_from_seed(s.baseAddress, p.baseAddress, buffer.baseAddress) }
-        }
+        let rc = publicKey.withUnsafeMutableBytes { p in sc_ed25519_keypair_from_seed(seed.baseAddress, p.baseAddress, buffer.baseAddress) }
         guard rc == 0 else {
             sc_memzero(buffer.baseAddress, buffer.count)
             buffer.deallocate()
@@ -135,31 +141,38 @@ public final class SigningKey: @unchecked Sendable {
         return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey, secret: buffer, p256: nil)
     }
 
-    /// An Ed25519 public key (verify only).
+    /// An Ed25519 public key (verify only): a canonical encoding of a point of the prime-order
+    /// subgroup, not of small order (SPEC §6.1; libsodium's `crypto_core_ed25519_is_valid_point`).
     public static func ed25519(publicKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
         guard publicKey.count == Int(SC_ED25519_PUBLIC_BYTES) else {
             throw SignCoreError(.invalidKey, "an Ed25519 public key must be 32 bytes")
         }
         try SignCoreRuntime.start()
+        guard publicKey.withUnsafeBytes({ sc_ed25519_is_valid_point($0.baseAddress) }) == 1 else {
+            throw SignCoreError(.invalidKey, "the Ed25519 public key is not a valid, canonical point of the main subgroup")
+        }
         let id = resolveID(id, .ed25519, publicKey: publicKey)
         return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey, secret: nil, p256: nil)
     }
 
     /// A P-256 key pair from its 32-byte private scalar (the JWK `d`).
     public static func p256(privateKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try withBytes(of: privateKey) { (raw) throws(SignCoreError) in try p256(privateKeyBytes: raw, id: id) }
+    }
+
+    /// A P-256 key pair from a scalar held in a buffer the caller wipes.
+    static func p256(privateKeyBytes privateKey: UnsafeRawBufferPointer, id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
         guard privateKey.count == Int(SC_P256_PRIVATE_BYTES) else {
             throw SignCoreError(.invalidKey, "a P-256 private key must be 32 bytes")
         }
         var point = [UInt8](repeating: 0, count: Int(SC_P256_PUBLIC_BYTES))
-        let rc = privateKey.withUnsafeBytes { d in
-            point.withUnsafeMutableBytes { p in sc_p256_public_from_private(d.baseAddress, p.baseAddress) }
-        }
+        let rc = point.withUnsafeMutableBytes { p in sc_p256_public_from_private(privateKey.baseAddress, p.baseAddress) }
         guard rc == 0 else { throw SignCoreError(.invalidKey, "the P-256 private key is not in [1, n-1]") }
         let id = resolveID(id, .p256, publicKey: point)
         let buffer = allocateSecret(privateKey.count)
-        privateKey.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        buffer.copyMemory(from: privateKey)
         let handle = point.withUnsafeBytes { p in sc_p256_key_new(p.baseAddress, buffer.baseAddress) }
         guard let handle else {
             sc_memzero(buffer.baseAddress, buffer.count)
@@ -173,12 +186,12 @@ public final class SigningKey: @unchecked Sendable {
     /// must lie on the curve.
     public static func p256(publicKey point: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
-        let id = resolveID(id, .p256, publicKey: point)
-        guard point.count == Int(SC_P256_PUBLIC_BYTES), point[0] == 0x04,
+        // The length first: the thumbprint reads both coordinates (issue 10: a short point trapped).
+        guard point.count == Int(SC_P256_PUBLIC_BYTES), point.first == 0x04,
               let handle = point.withUnsafeBytes({ sc_p256_key_new($0.baseAddress, nil) }) else {
             throw SignCoreError(.invalidKey, "the P-256 public key is not a point on the curve")
         }
-        return SigningKey(id: id, algorithm: .p256, publicKey: point, secret: nil, p256: handle)
+        return SigningKey(id: resolveID(id, .p256, publicKey: point), algorithm: .p256, publicKey: point, secret: nil, p256: handle)
     }
 
     /// A new random key from the system CSPRNG.

@@ -44,11 +44,16 @@ import Testing
 
     @Test func keySetDocument() throws {
         let keys = try SignatureAlgorithm.allCases.map { try SigningKey.generate($0) }
-        let set = try KeySet(jwks: try JWK.serialize(keys, includePrivate: true))
+        let set = try KeySet(jwks: try JWK.serialize(keys, includePrivate: true), allowPrivateKeys: true)
         #expect(set.count == 3)
         #expect(Set(set.ids) == Set(keys.map(\.id)))
         let duplicate = try JWK.serialize([keys[0], keys[0]], includePrivate: true)
         #expect(throws: SignCoreError.self) { _ = try KeySet(jwks: duplicate) }
+        // A verifier's set refuses private EdDSA and ES256 keys unless asked (issue 10 §7).
+        let refused = #expect(throws: SignCoreError.self) { _ = try KeySet(jwks: try JWK.serialize(keys, includePrivate: true)) }
+        #expect(refused?.code == .invalidKey)
+        let publicOnly = try JWK.serialize([keys[0]] + keys.dropFirst().map { try $0.publicOnly() }, includePrivate: true)
+        #expect(try KeySet(jwks: publicOnly).count == 3)
     }
 
     @Test func customKeyIDs() throws {

@@ -218,29 +218,80 @@ from cryptography.exceptions import InvalidSignature
 P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 
 
+# §6.1 Ed25519 public keys: canonical, on the curve, in the prime-order subgroup, not of small order
+ED_P = 2 ** 255 - 19
+ED_L = 2 ** 252 + 27742317777372353535851937790883648493
+ED_D = -121665 * pow(121666, ED_P - 2, ED_P) % ED_P
+
+
+def ed_add(a, b):
+    (x1, y1, z1, t1), (x2, y2, z2, t2) = a, b
+    A, B = (y1 - x1) * (y2 - x2) % ED_P, (y1 + x1) * (y2 + x2) % ED_P
+    C, Dd = 2 * ED_D * t1 * t2 % ED_P, 2 * z1 * z2 % ED_P
+    E, F, G, H = B - A, Dd - C, Dd + C, B + A
+    return (E * F % ED_P, G * H % ED_P, F * G % ED_P, E * H % ED_P)
+
+
+def ed_mul(k, p):
+    q = (0, 1, 1, 0)
+    while k:
+        if k & 1:
+            q = ed_add(q, p)
+        p, k = ed_add(p, p), k >> 1
+    return q
+
+
+def ed_is_identity(p):
+    x, y, z, _ = p
+    return x % ED_P == 0 and (y - z) % ED_P == 0
+
+
+def ed25519_point_ok(b: bytes) -> bool:
+    y = int.from_bytes(b, "little") & ((1 << 255) - 1)
+    if y >= ED_P:
+        return False
+    x2 = (y * y - 1) * pow(ED_D * y * y + 1, ED_P - 2, ED_P) % ED_P
+    x = pow(x2, (ED_P + 3) // 8, ED_P)
+    if (x * x - x2) % ED_P:
+        x = x * pow(2, (ED_P - 1) // 4, ED_P) % ED_P
+    if (x * x - x2) % ED_P:
+        return False
+    if x & 1 != b[31] >> 7:
+        x = ED_P - x
+    point = (x, y, 1, x * y % ED_P)
+    return not ed_is_identity(ed_mul(8, point)) and ed_is_identity(ed_mul(ED_L, point))
+
+
 class Key:
+    """§6.1, checks in order: members used are strings; kty, crv; alg (algorithmMismatch); use;
+    kid; key material."""
     def __init__(self, jwk: dict):
         self.jwk = jwk
+        if not isinstance(jwk, dict) or any(n in jwk and not isinstance(jwk[n], str) for n in ("kty", "crv", "alg", "use", "kid", "k", "x", "y", "d")):
+            raise SpecError("invalidKey")
         kty = jwk.get("kty")
-        alg = jwk.get("alg")
+        alg = {"oct": "HS256", "OKP": "EdDSA", "EC": "ES256"}.get(kty)
+        if alg is None or (kty == "OKP" and jwk.get("crv") != "Ed25519") or (kty == "EC" and jwk.get("crv") != "P-256"):
+            raise SpecError("invalidKey")
+        self.alg = alg
+        if "alg" in jwk and jwk["alg"] != alg:
+            raise SpecError("algorithmMismatch")
         if "use" in jwk and jwk["use"] != "sig":
             raise SpecError("invalidKey")
+        if "kid" in jwk and (not 1 <= len(jwk["kid"]) <= 64 or any(c not in ALPHABET for c in jwk["kid"])):
+            raise SpecError("invalidKey")
+        self.private = None
         try:
             if kty == "oct":
-                self.alg = "HS256"
                 self.secret = unb64u(jwk["k"])
                 if not 32 <= len(self.secret) <= 1024:
                     raise SpecError("invalidKey")
                 thumb = {"k": jwk["k"], "kty": "oct"}
             elif kty == "OKP":
-                self.alg = "EdDSA"
-                if jwk.get("crv") != "Ed25519":
-                    raise SpecError("invalidKey")
                 x = unb64u(jwk["x"])
-                if len(x) != 32:
+                if len(x) != 32 or not ed25519_point_ok(x):
                     raise SpecError("invalidKey")
                 self.public = ed25519.Ed25519PublicKey.from_public_bytes(x)
-                self.private = None
                 if "d" in jwk:
                     d = unb64u(jwk["d"])
                     if len(d) != 32:
@@ -249,10 +300,7 @@ class Key:
                     if self.private.public_key().public_bytes_raw() != x:
                         raise SpecError("invalidKey")
                 thumb = {"crv": "Ed25519", "kty": "OKP", "x": jwk["x"]}
-            elif kty == "EC":
-                self.alg = "ES256"
-                if jwk.get("crv") != "P-256":
-                    raise SpecError("invalidKey")
+            else:
                 x, y = unb64u(jwk["x"]), unb64u(jwk["y"])
                 if len(x) != 32 or len(y) != 32:
                     raise SpecError("invalidKey")
@@ -260,7 +308,6 @@ class Key:
                     self.public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), b"\x04" + x + y)
                 except ValueError:
                     raise SpecError("invalidKey")
-                self.private = None
                 if "d" in jwk:
                     d = unb64u(jwk["d"])
                     if len(d) != 32 or not 1 <= int.from_bytes(d, "big") < P256_N:
@@ -270,17 +317,10 @@ class Key:
                     if (nums.x, nums.y) != (int.from_bytes(x, "big"), int.from_bytes(y, "big")):
                         raise SpecError("invalidKey")
                 thumb = {"crv": "P-256", "kty": "EC", "x": jwk["x"], "y": jwk["y"]}
-            else:
-                raise SpecError("invalidKey")
         except (KeyError, ValueError, TypeError):
             raise SpecError("invalidKey")
-        if alg is not None and alg != self.alg:
-            raise SpecError("algorithmMismatch")
         self.thumbprint = b64u(hashlib.sha256(json.dumps(thumb, separators=(",", ":")).encode()).digest())
-        kid = jwk.get("kid", self.thumbprint)
-        if not (1 <= len(kid) <= 64) or any(c not in ALPHABET for c in kid):
-            raise SpecError("invalidKey")
-        self.kid = kid
+        self.kid = jwk.get("kid", self.thumbprint)
 
     def sign(self, message: bytes) -> bytes:
         if self.alg == "HS256":
@@ -875,10 +915,36 @@ def generate_wtoken():
 
 
 def unique_members(pairs):
-    """JSON object hook: §6.1 refuses duplicate member names."""
+    """JSON object hook: §6.1 refuses duplicate member names (compared after unescaping)."""
     if len({k for k, _ in pairs}) != len(pairs):
         raise SpecError("invalidKey")
     return dict(pairs)
+
+
+def load_document(text):
+    """§6.1: strict JSON (no byte-order mark, no lone surrogate, no duplicate names) or invalidKey."""
+    try:
+        doc = json.loads(text, object_pairs_hook=unique_members)
+    except (json.JSONDecodeError, ValueError):
+        raise SpecError("invalidKey")
+
+    def check(v):
+        if isinstance(v, str):
+            v.encode("utf-8")  # a lone surrogate cannot be encoded
+        elif isinstance(v, list):
+            for x in v:
+                check(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                check(k)
+                check(x)
+    try:
+        check(doc)
+    except UnicodeEncodeError:
+        raise SpecError("invalidKey")
+    if not isinstance(doc, dict):
+        raise SpecError("invalidKey")
+    return doc
 
 
 def generate_jwk():
@@ -886,15 +952,10 @@ def generate_jwk():
     def add(comment, text):
         case = {"tcId": len(cases) + 1, "comment": comment, "jwk": text}
         try:
-            doc = json.loads(text, object_pairs_hook=unique_members)
-            if not isinstance(doc, dict):
-                raise SpecError("invalidKey")
-            k = Key(doc)
+            k = Key(load_document(text))
             case.update(result="valid", expected={"kid": k.kid, "thumbprint": k.thumbprint, "alg": k.alg})
         except SpecError as e:
             case.update(result="invalid", error=e.code)
-        except json.JSONDecodeError:
-            case.update(result="invalid", error="invalidKey")
         cases.append(case)
 
     def dumps(j):
@@ -930,6 +991,23 @@ def generate_jwk():
     add("§6.1 duplicate member names", '{"kty":"oct","k":"%s","k":"%s"}' % (KEYS["hmac"]["k"], KEYS["hmacOther"]["k"]))
     add("§6.1 missing kty", dumps(without(KEYS["hmac"], "kty")))
     add("not JSON", '{"kty":"oct",')
+    # §6.1 decisions
+    add("§6.1 kty compared as bytes: a Kelvin sign is not K", '{"kty":"O\\u212aP","crv":"Ed25519","x":"%s"}' % KEYS["ed25519"]["x"])
+    add("§6.1 escapes are decoded before comparing: Ed25519 spelled with \\u escapes", '{"kty":"OKP","crv":"\\u0045d25519","x":"%s"}' % KEYS["ed25519"]["x"])
+    add("§6.1 duplicate names compared after unescaping", '{"kty":"oct","k":"%s","\\u006b":"%s"}' % (KEYS["hmac"]["k"], KEYS["hmacOther"]["k"]))
+    add("§6.1 a byte-order mark is refused", "\ufeff" + dumps(KEYS["hmac"]))
+    add("§6.1 a lone surrogate escape is refused", '{"kty":"oct","k":"%s","note":"\\ud800"}' % KEYS["hmac"]["k"])
+    add("§6.1 unknown members are ignored", dumps(dict(KEYS["ed25519"], note="rotated 2026-11", key_ops=["verify"])))
+    add("§6.1 order: alg is checked before the key material", dumps({"kty": "oct", "alg": "ES256", "k": b64u(bytes(8))}))
+    add("§6.1 order: alg is checked before use", dumps(dict(KEYS["hmac"], alg="EdDSA", use="enc")))
+    add("§6.1 order: kty before alg", dumps({"kty": "RSA", "alg": "HS256"}))
+    add("§6.1 a non-string alg", dumps(dict(KEYS["hmac"], alg=256)))
+    add("§6.1 a non-string kid", dumps(dict(KEYS["hmac"], kid=7)))
+    add("§6.1 Ed25519 x of small order (the identity point)", dumps(without(dict(KEYS["ed25519"], x=b64u(b"\x01" + bytes(31))), "d")))
+    add("§6.1 Ed25519 x not canonical (y = p + 1)", dumps(without(dict(KEYS["ed25519"], x=b64u((ED_P + 1).to_bytes(32, "little"))), "d")))
+    add("§6.1 Ed25519 x not on the curve", dumps(without(dict(KEYS["ed25519"], x=b64u((2).to_bytes(32, "little"))), "d")))
+    P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
+    add("§6.1 P-256 x equal to the field prime p (coordinates must be below p)", dumps(dict(KEYS["p256Public"], x=b64u(P256_P.to_bytes(32, "big")))))
 
     sets = []
     def add_set(comment, text):
@@ -940,9 +1018,15 @@ def generate_jwk():
             case.update(result="invalid", error=e.code)
         sets.append(case)
 
-    add_set("§6.1 a JWK Set of three keys", dumps({"keys": [KEYS["hmac"], KEYS["ed25519"], KEYS["p256Public"]]}))
+    add_set("§6.1 a JWK Set of three keys", dumps({"keys": [KEYS["hmac"], without(KEYS["ed25519"], "d"), KEYS["p256Public"]]}))
     add_set("§6.1 an empty JWK Set", dumps({"keys": []}))
-    add_set("§6.1 a single JWK where a set is expected is a set of one", dumps(KEYS["ed25519"]))
+    add_set("§6.1 a single JWK where a set is expected is a set of one", dumps(without(KEYS["ed25519"], "d")))
+    add_set("§6.1 a document with a keys member is a set; its other members are ignored", dumps({"keys": [], "kty": "oct", "k": KEYS["hmac"]["k"]}))
+    add_set("§6.1 an invalid key fails the set with its own code", dumps({"keys": [KEYS["hmac"], dict(KEYS["p256Public"], alg="EdDSA")]}))
+    add_set("§6.1 a private EdDSA key in a verifier's key set is refused", dumps({"keys": [KEYS["ed25519"]]}))
+    add_set("§6.1 a private ES256 key in a verifier's key set is refused", dumps(KEYS["p256"]))
+    add_set("§6.1 a key set that is not JSON", '{"keys":[')
+    add_set("§6.1 a key set that is a JSON array", dumps([KEYS["hmac"]]))
     add_set("§6.1 two keys with the same id are refused", dumps({"keys": [KEYS["hmac"], KEYS["hmacOther"]]}))
     add_set("§6.1 one invalid key refuses the whole set", dumps({"keys": [KEYS["hmac"], {"kty": "oct", "k": "AA"}]}))
     add_set("§6.1 keys must be an array", dumps({"keys": KEYS["hmac"]}))
@@ -951,18 +1035,18 @@ def generate_jwk():
 
 
 def parse_key_set(text):
-    """§6.1: a JWK Set, or a single JWK as a set of one; duplicate ids refused."""
-    try:
-        doc = json.loads(text, object_pairs_hook=unique_members)
-    except json.JSONDecodeError:
-        raise SpecError("invalidKey")
-    if not isinstance(doc, dict):
-        raise SpecError("invalidKey")
+    """§6.1: a JWK Set (a document with `keys`), or a single JWK as a set of one; duplicate ids
+    refused; a private EdDSA or ES256 key (with `d`) refused in a verifier's set."""
+    doc = load_document(text)
     if "keys" not in doc:
-        return [Key(doc)]
-    if not isinstance(doc["keys"], list) or not all(isinstance(j, dict) for j in doc["keys"]):
+        items = [doc]
+    elif not isinstance(doc["keys"], list):
         raise SpecError("invalidKey")
-    keys = [Key(j) for j in doc["keys"]]
+    else:
+        items = doc["keys"]
+    keys = [Key(j) for j in items]
+    if any(k.alg != "HS256" and k.private is not None for k in keys):
+        raise SpecError("invalidKey")
     if len({k.kid for k in keys}) != len(keys):
         raise SpecError("invalidKey")
     return keys

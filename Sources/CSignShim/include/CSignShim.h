@@ -69,6 +69,9 @@ void sc_hmac_sha256_continue(const sc_hmac_key *key, const sc_sha256_state *inne
 int sc_ed25519_keypair_from_seed(const void *seed32, void *public32, void *secret64) SC_MUST_CHECK;
 int sc_ed25519_sign(const void *secret64, const void *message, size_t length, void *signature64) SC_MUST_CHECK;
 int sc_ed25519_verify(const void *public32, const void *message, size_t length, const void *signature64) SC_MUST_CHECK;
+/* 1 when public32 is the canonical encoding of a point of the prime-order subgroup, not of
+   small order (crypto_core_ed25519_is_valid_point); 0 otherwise. */
+int sc_ed25519_is_valid_point(const void *public32);
 
 /* ---- ECDSA P-256 with SHA-256 (OpenSSL) ----------------------------------------------- */
 
@@ -86,6 +89,9 @@ void sc_p256_key_free(sc_p256_key *key);
 /* Signs SHA-256(message); signature is r || s. */
 int sc_p256_sign(sc_p256_key *key, const void *message, size_t length, void *signature64) SC_MUST_CHECK;
 int sc_p256_verify(sc_p256_key *key, const void *message, size_t length, const void *signature64) SC_MUST_CHECK;
+/* 1 when OpenSSL's error queue of this thread holds an error (for tests: every call above
+   clears what its failures leave). */
+int sc_openssl_error_pending(void);
 
 /* ---- Randomness, comparison, wiping (libsodium) --------------------------------------- */
 
