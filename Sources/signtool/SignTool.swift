@@ -7,31 +7,82 @@ struct SignTool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "signtool",
         abstract: "Sign and verify HTTP requests with SignCore (\(SignCoreVersion.spec)).",
+        discussion: """
+            Exit status: 0 success (verify: the request was accepted); 1 verify refused the request \
+            (the reason is printed); 64 usage error; 65 invalid input (a key, URL, body or header \
+            value that cannot be used); 66 an input file cannot be read; 73 an output file cannot be \
+            written; 70 internal error. Errors are one line on standard error.
+            """,
         subcommands: [Keygen.self, Hash.self, Sign.self, Verify.self, Vectors.self, Demo.self]
     )
 }
 
-/// Prints one line to standard error and exits with status 1.
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("signtool: \(message)\n".utf8))
-    Foundation.exit(1)
+/// Exit statuses (sysexits.h where one fits), so scripts can tell a refused request from a
+/// broken setup.
+enum Status: Int32 {
+    case refused = 1
+    case usage = 64
+    case invalidInput = 65
+    case cannotRead = 66
+    case internalError = 70
+    case cannotWrite = 73
 }
 
-/// Runs `body`; any error becomes one line on standard error and exit status 1.
+/// Prints one line to standard error, with anything that could forge or break a line escaped,
+/// and exits with `status`.
+func fail(_ message: String, _ status: Status = .invalidInput) -> Never {
+    FileHandle.standardError.write(Data("signtool: \(printable(message))\n".utf8))
+    Foundation.exit(status.rawValue)
+}
+
+/// Runs `body`; a SignCore error becomes one line on standard error and exit status 65.
 func orFail<T>(_ body: () throws -> T) -> T {
     do { return try body() } catch let error as SignCoreError { fail(error.description) } catch {
-        fail(error.localizedDescription)
+        fail("\(error)", .internalError)
     }
 }
 
-func readFile(_ path: String) -> Data {
-    guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
-    return data
+/// `text` safe to print on one terminal line: control characters (C0, DEL, C1), line and
+/// paragraph separators, bidirectional overrides and backslashes are written as `\u{XX}` (or
+/// `\\`), so text taken from a token or an input cannot start a new line, rewrite the line, or
+/// pose as the tool's own output.
+func printable(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+        switch scalar.value {
+        case 0x5C: out += "\\\\"
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+            out += "\\u{" + String(scalar.value, radix: 16) + "}"
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }
 
-func readText(_ path: String) -> String {
-    guard let text = String(data: readFile(path), encoding: .utf8) else { fail("\(path) is not UTF-8 text") }
-    return text
+/// The bytes of a file, or of standard input for `-`; a failure names the reason.
+func readBytes(_ path: String) -> [UInt8] {
+    let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY)
+    guard fd >= 0 else { fail("cannot read \(path): \(String(cString: strerror(errno)))", .cannotRead) }
+    defer { if fd != STDIN_FILENO { close(fd) } }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n == 0 { break }
+        if n < 0 {
+            if errno == EINTR { continue }
+            fail("cannot read \(path): \(String(cString: strerror(errno)))", .cannotRead)
+        }
+        bytes += chunk[..<n]
+    }
+    return bytes
+}
+
+/// A key document read as bytes and wiped once parsed: the key's text never becomes a String.
+func withKeyFile<T>(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> T) -> T {
+    var bytes = readBytes(path)
+    defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+    return orFail { try bytes.withUnsafeBytes { try body($0) } }
 }
 
 func parseMethod(_ token: String) -> RequestMethod { orFail { try RequestMethod(token: token) } }
@@ -49,7 +100,7 @@ extension SignatureAlgorithm: ExpressibleByArgument {
     public static var allValueStrings: [String] { ["hmac", "ed25519", "p256"] }
 }
 
-/// The request a command works on: method, URL and optional body file.
+/// The request a command works on: method, URL, optional body and header fields.
 struct RequestArguments: ParsableArguments {
     @Argument(help: "GET, HEAD, OPTIONS, DELETE, POST, PUT or PATCH")
     var method: String
@@ -57,8 +108,18 @@ struct RequestArguments: ParsableArguments {
     @Argument(help: "The absolute request URL, as sent (sign, hash) or as received (verify).")
     var url: String
 
-    @Option(help: "File holding the body, bytes exactly as sent; default: empty.")
+    @Option(help: "File holding the body, bytes exactly as sent ('-': standard input); default: empty.")
     var body: String?
 
-    var bodyBytes: [UInt8] { body.map { [UInt8](readFile($0)) } ?? [] }
+    @Option(name: .customLong("header"), help: "A header field of the request, 'Name: value' (repeatable).")
+    var headers: [String] = []
+
+    var bodyBytes: [UInt8] { body.map(readBytes) ?? [] }
+
+    var headerFields: [HeaderField] {
+        headers.map { line in
+            guard let colon = line.firstIndex(of: ":") else { fail("a --header must be 'Name: value'", .usage) }
+            return HeaderField(String(line[..<colon]), String(line[line.index(after: colon)...]))
+        }
+    }
 }
