@@ -25,6 +25,13 @@ public enum CanonicalURL {
         try withBytes(of: input) { (raw) throws(SignCoreError) in try withCanonical(raw) { Array($0) } }
     }
 
+    /// The canonical form by one path only: `commonPath: false` skips the one-pass path for
+    /// common URLs, so a fuzzer can check that both paths agree (`FuzzTesting/`).
+    @_spi(Fuzzing)
+    public static func canonicalBytes(_ input: UnsafeRawBufferPointer, commonPath: Bool) throws(SignCoreError) -> [UInt8] {
+        try withCanonical(input, commonPath: commonPath) { Array($0) }
+    }
+
     /// Appends the canonical form of the URL bytes to `out`. On error `out` is left as it was.
     public static func write(_ input: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(SignCoreError) {
         try withCanonical(input) { out.append(contentsOf: $0) }
