@@ -123,7 +123,9 @@ enum CoveredHeaders {
     /// Bytes 0x80–0xFF (obs-text) are kept as they are.
     static func appendCanonical(_ raw: UnsafeRawBufferPointer, to out: inout ByteWriter) throws(SignCoreError) {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
-        let lineStart = out.count
+        // A whitespace run is written only once a byte follows it, so leading and trailing
+        // whitespace never count against the length limit (found by FuzzCoveredHeaders).
+        var pending: Range<Int>? = nil, pendingIsFold = false, wroteAny = false
         var index = 0
         while index < raw.count {
             let byte = raw[index]
@@ -139,29 +141,18 @@ enum CoveredHeaders {
                     break
                 }
                 guard end > index else { throw invalid("a covered header field has a CR or LF outside an obs-fold") }
-                if folded {
-                    try append(" ", to: &out)
-                } else {
-                    try appendBytes(UnsafeRawBufferPointer(rebasing: raw[index..<end]), to: &out)
-                }
+                if wroteAny { (pending, pendingIsFold) = (index..<end, folded) }
                 index = end
             } else {
                 guard byte >= 0x20, byte != 0x7F else { throw invalid("a covered header field has a control character") }
+                if let run = pending {
+                    if pendingIsFold { try append(" ", to: &out) } else { try appendBytes(UnsafeRawBufferPointer(rebasing: raw[run]), to: &out) }
+                    pending = nil
+                }
                 try appendBytes(UnsafeRawBufferPointer(rebasing: raw[index..<(index + 1)]), to: &out)
+                wroteAny = true
                 index += 1
             }
-        }
-        // Trim: the leading and trailing spaces and tabs of this line.
-        let line = UnsafeRawBufferPointer(rebasing: out.written[lineStart...])
-        var first = 0, last = line.count
-        while first < last, isSpace(line[first]) { first += 1 }
-        while last > first, isSpace(line[last - 1]) { last -= 1 }
-        if first > 0 || last < line.count {
-            let kept = last - first
-            if kept > 0, first > 0, let base = line.baseAddress {
-                UnsafeMutableRawPointer(mutating: base).copyMemory(from: base + first, byteCount: kept)
-            }
-            out.truncate(to: lineStart + kept)
         }
     }
 

@@ -43,7 +43,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     let shards: Shards
 
     /// - Parameter capacity: most unexpired nonces held at once (default one million, about
-    ///   84 MB: 40-byte slots, tables at most half full). Size it as peak accepted requests per second × maximum lifetime.
+    ///   67 MB: 32-byte slots, tables at most half full). Size it as peak accepted requests per second × maximum lifetime.
     /// - Parameter maxShare: the largest fraction of `capacity` one key id may hold, in
     ///   (0, 1]. With one key shared by every client (an HMAC key, say) set it to 1.
     /// - Parameter shardCount: independent locks and tables; by default one per 8,192 nonces of

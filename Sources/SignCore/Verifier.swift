@@ -227,9 +227,11 @@ public struct Verifier: Sendable {
             if token.coveredCount > 0 { covered = String(decoding: token.headers(in: tokenText), as: UTF8.self) }
             return (token.created, token.lifetime, token.nonce, key)  // not the whole token: fewer bytes copied out
         }
-        return key.withObject { signer in
-            VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
-                            created: created, expires: created + lifetime, nonce: nonce, headersField: covered)
+        return withExtendedLifetime(cachedKey) {
+            key.withObject { signer in
+                VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
+                                created: created, expires: created + lifetime, nonce: nonce, headersField: covered)
+            }
         }
     }
 

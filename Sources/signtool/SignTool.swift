@@ -15,6 +15,20 @@ struct SignTool: AsyncParsableCommand {
             """,
         subcommands: [Keygen.self, Hash.self, Sign.self, Verify.self, Vectors.self, Demo.self]
     )
+
+    /// Parses and runs the command; a usage error is one line on standard error (exit 64),
+    /// `--help` prints the full text.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand { try await command.run() } else { try command.run() }
+        } catch {
+            let code = exitCode(for: error)
+            guard code == .validationFailure else { exit(withError: error) }  // --help, --version, clean exits
+            let message = message(for: error).split(whereSeparator: \.isNewline).first.map(String.init) ?? "invalid usage"
+            fail("\(message) (see signtool help)", .usage)
+        }
+    }
 }
 
 /// Exit statuses (sysexits.h where one fits), so scripts can tell a refused request from a

@@ -694,6 +694,8 @@ def generate_wtoken():
              covered=["x-note"], headers=[["x-note", "a \r\n\t b"]])
     add_sign("hutf8", "§4.3 non-ASCII bytes are kept as they are", "ed25519", "POST", "https://api.example.com/v1/notes",
              {"utf8": "n"}, covered=["x-title"], headers=[["X-Title", "Café ☕"]])
+    add_sign("hlong", "§4.3 a covered value of exactly 8192 bytes", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "n" * 8192]])
     add_sign("hmultipart", "§4.3 a multipart boundary is covered through content-type", "hmac", "POST", "https://api.example.com/upload",
              {"utf8": "--b1\r\n\r\nx\r\n--b1--"}, covered=["content-type"], headers=[["content-type", "multipart/form-data; boundary=b1"]])
     # §4.3 and §4.4: what a signer refuses
@@ -873,6 +875,8 @@ def generate_wtoken():
     add_verify("§4.3 an obs-fold replaced by a space in transit verifies", req("hfold", headers=[["x-note", "a b"]]))
     add_verify("§4.3 an uncovered field may change", req("hct", headers=[["Content-Type", "application/json"], ["Accept", "text/html"]]))
     add_verify("§4.3 non-ASCII bytes of a covered value", req("hutf8"))
+    add_verify("§4.3 surrounding whitespace does not count against the 8192-byte limit (found by fuzzing)",
+               req("hlong", headers=[["X-Note", " \t" + "n" * 8192 + " \t "]]))
     add_verify("§4.3 a covered value received with a bare CR", req("hct", headers=[["Content-Type", "application/json\r"]]))
     add_verify("§4.3 covered names changed in the token", req("hct", wtoken=tok("hct", 7, "accept")))
     add_verify("§4.3 covered names removed from the token", req("hct", wtoken=tok("hct", 7, "")))
