@@ -16,26 +16,37 @@ final class KeyStore: @unchecked Sendable {
     /// How long a replaced key set stays alive after its replacement.
     static let retiredLifetime: Duration = .seconds(60)
 
-    private let current: Atomic<UnsafeMutableRawPointer>
+    /// The address of the current set's box, in memory of its own: a verifier reads it through
+    /// `Current`, a plain value, so a verify takes no reference count on this shared object.
+    private let current: UnsafeMutablePointer<Atomic<UnsafeMutableRawPointer>>
     private let retired = Mutex<[(box: Box, since: ContinuousClock.Instant)]>([])
 
     init(_ keys: KeySet) {
-        current = Atomic(Unmanaged.passRetained(Box(keys)).toOpaque())
+        current = .allocate(capacity: 1)
+        current.initialize(to: Atomic(Unmanaged.passRetained(Box(keys)).toOpaque()))
     }
 
     deinit {
-        Unmanaged<Box>.fromOpaque(current.load(ordering: .acquiring)).release()
+        Unmanaged<Box>.fromOpaque(current.pointee.load(ordering: .acquiring)).release()
+        current.deinitialize(count: 1)
+        current.deallocate()
     }
 
-    /// The current set, unretained: valid for at least `retiredLifetime` after a replacement.
-    var unretained: Unmanaged<Box> { Unmanaged.fromOpaque(current.load(ordering: .acquiring)) }
+    /// The reader's handle: valid while this store is alive.
+    var reader: Current { Current(slot: current) }
+
+    struct Current: @unchecked Sendable {
+        let slot: UnsafeMutablePointer<Atomic<UnsafeMutableRawPointer>>
+        /// The current set, unretained: valid for at least `retiredLifetime` after a replacement.
+        var unretained: Unmanaged<Box> { Unmanaged.fromOpaque(slot.pointee.load(ordering: .acquiring)) }
+    }
 
     /// A retained copy of the current set.
-    var keys: KeySet { unretained.takeUnretainedValue().keys }
+    var keys: KeySet { reader.unretained.takeUnretainedValue().keys }
 
     func replace(with keys: KeySet) {
         let fresh = Unmanaged.passRetained(Box(keys)).toOpaque()
-        let old = Unmanaged<Box>.fromOpaque(current.exchange(fresh, ordering: .acquiringAndReleasing)).takeRetainedValue()
+        let old = Unmanaged<Box>.fromOpaque(current.pointee.exchange(fresh, ordering: .acquiringAndReleasing)).takeRetainedValue()
         let now = ContinuousClock.now
         retired.withLock { list in
             list.removeAll { now - $0.since >= Self.retiredLifetime }

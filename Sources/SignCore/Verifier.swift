@@ -109,6 +109,8 @@ public struct Verifier: Sendable {
     /// through the protocol's async requirement (`replayGuard` keeps them alive).
     private let inMemoryShards: InMemoryReplayGuard.Shards?
     private let keyStore: KeyStore
+    /// The store's current set, reached without a reference count (`keyStore` keeps it alive).
+    private let currentKeys: KeyStore.Current
     public let clock: @Sendable () -> Int64
 
     /// Throws `invalidConfiguration` for a skew outside 0...86400 or a maximum lifetime outside
@@ -124,6 +126,7 @@ public struct Verifier: Sendable {
             throw SignCoreError(.invalidConfiguration, "the maximum lifetime must be 1 to 86400 seconds")
         }
         keyStore = KeyStore(keys)
+        currentKeys = keyStore.reader
         self.keyCache = keyCache
         self.replayGuard = replayGuard
         self.inMemoryShards = (replayGuard as? InMemoryReplayGuard)?.shards
@@ -200,7 +203,7 @@ public struct Verifier: Sendable {
         var account = ""
         var covered = ""
         var cachedKey: SigningKey?  // holds a key from the cache while it is used
-        let keySet = keyStore.unretained
+        let keySet = currentKeys.unretained
         let (created, lifetime, nonce, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
             let token = try TokenFields(parsing: tokenText)
 
