@@ -183,6 +183,20 @@ import Testing
         #expect(source.lookups.withLock { $0 } == 5)
     }
 
+    /// The cache holds at most `capacity` ids: expired entries leave first, else the oldest.
+    @Test func keyCacheStaysWithinItsCapacity() async throws {
+        let clock = TestClock(Self.t0)
+        let keys = try (0..<3).map { try SigningKey.generate(.hmacSHA256, id: "device-\($0)") }
+        let source = CountingSource(keys)
+        let cache = try KeyCache(source: source, capacity: 2, clock: clock.function)
+        for key in keys { #expect(try await cache.key(id: key.id)?.id == key.id) }
+        #expect(cache.count == 2)
+        _ = try await cache.key(id: "device-2")  // still cached: no lookup
+        _ = try await cache.key(id: "device-0")  // the oldest left: looked up again
+        #expect(source.lookups.withLock { $0 } == 4)
+        #expect(cache.count == 2)
+    }
+
     @Test func anUnreachableSourceRefusesTheRequest() async throws {
         let clock = TestClock(Self.t0)
         let device = try SigningKey.generate(.hmacSHA256)
