@@ -11,7 +11,7 @@ struct Hash: ParsableCommand {
 
     func run() {
         let method = parseMethod(request.method)
-        if canonical { print("canonical-url: " + orFail { try CanonicalURL.canonicalize(request.url) }) }
+        if canonical { print("canonical-url: " + printable(orFail { try CanonicalURL.canonicalize(request.url) })) }
         print(orFail { try WHash.compute(method: method, url: request.url, body: request.bodyBytes).description })
     }
 }

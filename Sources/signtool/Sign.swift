@@ -32,7 +32,7 @@ struct Sign: ParsableCommand {
     var format: Format = .lines
 
     func validate() throws {
-        if request.body == "-", key == "-" { throw ValidationError("--key and --body cannot both be standard input") }
+        try atMostOneStandardInput(["--key": key, "--body": request.body])
     }
 
     func run() {

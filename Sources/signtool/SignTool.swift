@@ -56,21 +56,43 @@ func orFail<T>(_ body: () throws -> T) -> T {
     }
 }
 
-/// `text` safe to print on one terminal line: control characters (C0, DEL, C1), line and
-/// paragraph separators, bidirectional overrides and backslashes are written as `\u{XX}` (or
-/// `\\`), so text taken from a token or an input cannot start a new line, rewrite the line, or
-/// pose as the tool's own output.
-func printable(_ text: String) -> String {
-    var out = ""
+/// `text` safe to print on one terminal line: every scalar that is not a visible character or a
+/// plain space (controls C0/DEL/C1, format characters such as bidirectional marks and overrides,
+/// zero-width characters and the BOM, line and paragraph separators, other separators, private-use
+/// and unassigned scalars) is written as `\u{XX}`, and a backslash as `\\`, so text taken from a
+/// token or an input cannot start a new line, rewrite or hide part of one, or pose as the tool's
+/// own output. With `quoted`, the result is wrapped in double quotes and `"` is written `\"`: a
+/// field value that cannot pose as another `name=value` field.
+func printable(_ text: String, quoted: Bool = false) -> String {
+    var out = quoted ? "\"" : ""
     for scalar in text.unicodeScalars {
-        switch scalar.value {
-        case 0x5C: out += "\\\\"
-        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+        if scalar == "\\" {
+            out += "\\\\"
+        } else if quoted, scalar == "\"" {
+            out += "\\\""
+        } else if scalar == " " || isVisible(scalar) {
+            out.unicodeScalars.append(scalar)
+        } else {
             out += "\\u{" + String(scalar.value, radix: 16) + "}"
-        default: out.unicodeScalars.append(scalar)
         }
     }
-    return out
+    return quoted ? out + "\"" : out
+}
+
+/// Whether `scalar` shows as itself: a letter, mark, number, punctuation or symbol.
+private func isVisible(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .control, .format, .surrogate, .privateUse, .unassigned, .spaceSeparator, .lineSeparator, .paragraphSeparator:
+        return false
+    default:
+        return true
+    }
+}
+
+/// Refuses (a usage error) more than one of `options` (name: path) reading standard input (`-`).
+func atMostOneStandardInput(_ options: KeyValuePairs<String, String?>) throws {
+    let readers = options.filter { $0.value == "-" }.map(\.key)
+    if readers.count > 1 { throw ValidationError("only one of \(readers.joined(separator: ", ")) can be standard input ('-')") }
 }
 
 /// The bytes of a file, or of standard input for `-`; a failure names the reason.

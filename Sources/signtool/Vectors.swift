@@ -22,7 +22,7 @@ struct Vectors: AsyncParsableCommand {
             let failed = report.problems.filter { $0.hasPrefix(file + " ") }.count
             print("\(file.padding(toLength: 20, withPad: " ", startingAt: 0)) \(count) cases, \(failed) failed")
         }
-        for problem in report.problems { print("FAIL \(problem)") }
+        for problem in report.problems { print("FAIL \(printable(problem))") }
         if !report.problems.isEmpty { fail("\(report.problems.count) of \(report.total) vector cases failed") }
         print("all \(report.total) vector cases passed")
     }

@@ -37,7 +37,7 @@ struct Verify: AsyncParsableCommand {
 
     func validate() throws {
         if signed != nil, whash != nil || wtoken != nil { throw ValidationError("--signed replaces --whash and --wtoken") }
-        if signed == "-", request.body == "-" { throw ValidationError("--signed and --body cannot both be standard input") }
+        try atMostOneStandardInput(["--keys": keys, "--signed": signed, "--body": request.body])
     }
 
     func run() async {
@@ -49,18 +49,34 @@ struct Verify: AsyncParsableCommand {
                          clock: { fixedNow ?? SystemClock.seconds() })
         }
         var (whash, wtoken) = (whash, wtoken)
-        if let signed { (whash, wtoken) = parseSigned(String(decoding: readBytes(signed), as: UTF8.self)) }
+        if let signed { (whash, wtoken) = readSigned(signed) }
         let received = ReceivedRequest(method: request.method, url: request.url, body: .bytes(request.bodyBytes),
                                        headers: request.headerFields, whash: whash, wtoken: wtoken)
         do {
             let verified = try await verifier.verify(received)
-            // Everything from the token is escaped: an account with a newline cannot print a second line.
-            let account = verified.account.isEmpty ? "" : " account=\(printable(verified.account))"
-            let covered = verified.coveredHeaders.isEmpty ? "" : " covers=\(verified.coveredHeaders.joined(separator: ","))"
-            print("valid: kid=\(printable(verified.keyID)) alg=\(verified.algorithm.rawValue)\(account)\(covered) created=\(verified.created) expires=\(verified.expires)")
+            print(validLine(verified))
         } catch {
             let named = error.keyID.map { " (kid \($0))" } ?? ""
             fail("invalid: \(error.description)\(named) [advice: \(error.code.advice.rawValue)]", .refused)
         }
     }
+}
+
+/// The line printed for an accepted request. The fixed fields come first; the account, the only
+/// free text, comes last and quoted, so it can neither start a line nor pose as another field.
+func validLine(_ verified: VerifiedRequest) -> String {
+    var line = "valid: kid=\(printable(verified.keyID)) alg=\(verified.algorithm.rawValue)"
+    if !verified.coveredHeaders.isEmpty { line += " covers=" + printable(verified.coveredHeaders.joined(separator: ",")) }
+    line += " created=\(verified.created) expires=\(verified.expires)"
+    if !verified.account.isEmpty { line += " account=" + printable(verified.account, quoted: true) }
+    return line
+}
+
+/// The whash and wtoken in a file of `sign`'s output; a file holding neither is invalid input.
+func readSigned(_ path: String) -> (whash: String?, wtoken: String?) {
+    let (whash, wtoken) = parseSigned(String(decoding: readBytes(path), as: UTF8.self))
+    guard whash != nil || wtoken != nil else {
+        fail("\(path == "-" ? "standard input" : path) holds no whash or wtoken (expected sign's output: lines, shell or json)")
+    }
+    return (whash, wtoken)
 }
