@@ -11,7 +11,8 @@ struct SignTool: AsyncParsableCommand {
             Exit status: 0 success (verify: the request was accepted); 1 verify refused the request \
             (the reason is printed); 64 usage error; 65 invalid input (a key, URL, body or header \
             value that cannot be used); 66 an input file cannot be read; 73 an output file cannot be \
-            written; 70 internal error. Errors are one line on standard error.
+            written or exists (keygen --force replaces it); 70 internal error. Errors are one line on \
+            standard error; text from a token or an input is printed escaped.
             """,
         subcommands: [Keygen.self, Hash.self, Sign.self, Verify.self, Vectors.self, Demo.self]
     )

@@ -6,7 +6,7 @@ struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Verify a request's headers; exit status 0 when accepted, 1 with the reason when refused.")
 
-    @Option(help: "File holding the JWK Set (or one JWK) of accepted keys.")
+    @Option(help: "File holding the JWK Set (or one JWK) of accepted keys ('-': standard input).")
     var keys: String
 
     @OptionGroup var request: RequestArguments
