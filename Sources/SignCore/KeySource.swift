@@ -66,6 +66,9 @@ public final class KeyCache: Sendable {
 
     /// Looks `id` up: from the cache, else from the source within the miss budget.
     public func key(id: String) async throws(SignCoreError) -> SigningKey? {
+        // An id outside SPEC §6.2 names no key: answered without a lookup (the cache's dictionary
+        // compares Strings by Unicode equivalence, so a Kelvin sign would otherwise reach "Key").
+        guard SigningKey.isValidKeyID(id) else { return nil }
         if let answer = cached(id: id) { return answer }
         let now = clock()
         let allowed = state.withLock { state in
@@ -81,7 +84,7 @@ public final class KeyCache: Sendable {
             throw SignCoreError(.unavailable, "too many lookups of unknown key ids; retry later")
         }
         let key = try await source.key(id: id)
-        if let key, key.id != id {
+        if let key, !key.id.utf8.elementsEqual(id.utf8) {
             throw SignCoreError(.invalidKey, "the key source answered with a key of another id")
         }
         let until = now + (key == nil ? negativeLifetime : positiveLifetime)

@@ -88,7 +88,8 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         }
 
         public init?(name: String) {
-            guard let code = Code.allCases.first(where: { $0.name == name }) else { return nil }
+            // Bytes, not String equality: Unicode equivalence would take "unknown\u{212A}ey" (a Kelvin sign) as unknownKey.
+            guard let code = Code.allCases.first(where: { $0.name.utf8.elementsEqual(name.utf8) }) else { return nil }
             self = code
         }
 

@@ -197,6 +197,18 @@ import Testing
         #expect(cache.count == 2)
     }
 
+    /// Ids and code names are bytes: a Kelvin sign (U+212A) is not a K.
+    @Test func idsAndCodeNamesAreComparedAsBytes() async throws {
+        let key = try SigningKey.generate(.hmacSHA256, id: "Key")
+        let source = CountingSource([key])
+        let cache = try KeyCache(source: source)
+        #expect(try await cache.key(id: "\u{212A}ey") == nil)
+        #expect(source.lookups.withLock { $0 } == 0)
+        #expect(try await cache.key(id: "Key")?.id == "Key")
+        #expect(SignCoreError.Code(name: "unknown\u{212A}ey") == nil)
+        #expect(SignCoreError.Code(name: "unknownKey") == .unknownKey)
+    }
+
     @Test func anUnreachableSourceRefusesTheRequest() async throws {
         let clock = TestClock(Self.t0)
         let device = try SigningKey.generate(.hmacSHA256)
