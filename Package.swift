@@ -31,6 +31,8 @@ let package = Package(
             name: "bench",
             dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
+        .executableTarget(name: "instructions", dependencies: ["SignCore"]),
         .testTarget(
             name: "SignCoreTests",
             dependencies: ["SignCore", "SignCoreVectors", "CSignShim"]

@@ -166,6 +166,19 @@ public struct Verifier: Sendable {
         return verified
     }
 
+    /// `verify` without an `await`, for callers that cannot suspend (a SwiftNIO channel
+    /// handler) and for instruction counting: the same checks and the same in-process replay
+    /// record. Keys of the key cache are used only when already cached (a miss is
+    /// `unknownKey`). Throws `invalidConfiguration` when the replay guard is not an
+    /// `InMemoryReplayGuard`: a shared store has to be awaited.
+    public func verifySynchronously(_ request: ReceivedRequest) throws(SignCoreError) -> VerifiedRequest {
+        guard inMemoryShards != nil else {
+            throw SignCoreError(.invalidConfiguration, "only a verifier with an in-memory replay guard verifies synchronously")
+        }
+        var missing: String?
+        return try checkRecording(request, now: clock(), fetched: nil, missingKey: &missing)
+    }
+
     /// Every check except the replay guard (SPEC §5 steps 1–9). On its own this accepts the
     /// same token again until it expires; use `verify` unless replays are handled elsewhere.
     /// Keys of the key cache are used only when already cached (`verify` fetches them).

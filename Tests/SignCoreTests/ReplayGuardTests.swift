@@ -46,6 +46,26 @@ import Testing
         _ = try await verifier.verify(received("GET", url, [], stolen))
     }
 
+    /// `verifySynchronously` is `verify` without an await: one acceptance, then `replayed`; a
+    /// guard that has to be awaited (any other than the in-memory one) is a configuration error.
+    @Test func synchronousVerifyRecordsInTheSameGuard() async throws {
+        let key = try SigningKey.generate(.hmacSHA256)
+        let verifier = try Verifier(keys: try KeySet([key]), replayGuard: try InMemoryReplayGuard())
+        let url = "https://api.example.com/v1/orders"
+        let request = received("GET", url, [], try Signer(key: key).sign(method: .get, url: url))
+        #expect(try verifier.verifySynchronously(request).keyID == key.id)
+        #expect(await errorCode { _ = try verifier.verifySynchronously(request) } == .replayed)
+        #expect(await errorCode { _ = try await verifier.verify(request) } == .replayed)
+
+        struct AwaitedGuard: ReplayGuard {
+            func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) async throws(SignCoreError) {}
+        }
+        let remote = try Verifier(keys: try KeySet([key]), replayGuard: AwaitedGuard())
+        let fresh = received("GET", url, [], try Signer(key: key).sign(method: .get, url: url))
+        #expect(await errorCode { _ = try remote.verifySynchronously(fresh) } == .invalidConfiguration)
+        _ = try await remote.verify(fresh)
+    }
+
     /// Issue 10 §1: verify at t0, step the clock an hour ahead and make the guard drop expired
     /// entries, step it back: the first token must not be accepted again.
     @Test func clockStepsCannotReplayATokenTheGuardForgot() async throws {

@@ -1,0 +1,91 @@
+import SignCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// A single-threaded driver for `valgrind --tool=callgrind` (scripts/instructions): it runs one
+// operation `count` times inside a `measured…` function, the only code callgrind collects in, so the
+// setup (keys, tokens signed in advance) is not counted, and ends with `_exit`, releasing nothing
+// (an async function's caller resumes inside its frame, so a release would be counted).
+// scripts/instructions runs it for two counts and divides the difference, which cancels what
+// is left of fixed costs. Valgrind cannot run `bench`, whose concurrency starts worker
+// threads; this driver is synchronous and starts none.
+
+let usage = "usage: instructions sign|verify|verify-short-ids|canonicalize COUNT"
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else {
+    print(usage)
+    exit(64)
+}
+
+let url = "https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9"  // the bench's GET
+let secret = (0..<32).map { UInt8($0 &* 7 &+ 1) }
+
+func makeVerifier(_ keys: [SigningKey]) throws -> Verifier {
+    try Verifier(keys: KeySet(keys.map { try $0.publicOnly() }),
+                 replayGuard: InMemoryReplayGuard(capacity: 4 * count + 1024, maxShare: 1))
+}
+
+func signedRequests(_ signers: [Signer], _ count: Int) throws -> [ReceivedRequest] {
+    try (0..<count).map { index in
+        let headers = try signers[index % signers.count].sign(method: .get, url: url)
+        return ReceivedRequest(method: "GET", url: String(decoding: Array(url.utf8), as: UTF8.self),
+                               whash: headers.whash, wtoken: headers.wtoken)
+    }
+}
+
+/// What the count must not see released: kept until the process ends.
+nonisolated(unsafe) var keptAlive: [Any] = []
+
+// Each operation's loop is its own function whose name starts with `measured`: the only code
+// callgrind collects in (with everything it calls, and an async function's resumptions).
+
+@inline(never)
+func measuredSign(_ signer: Signer, _ count: Int) throws {
+    for _ in 0..<count { _ = try signer.sign(method: .get, url: url) }
+}
+
+/// `verifySynchronously`: `verify`'s checks and in-process replay record, with no `await`
+/// (an async main would hand the work to an executor thread).
+@inline(never)
+func measuredVerify(_ verifier: Verifier, _ requests: [ReceivedRequest]) throws {
+    for index in requests.indices { _ = try verifier.verifySynchronously(requests[index]) }
+}
+
+@inline(never)
+func measuredCanonicalize(_ input: UnsafeRawBufferPointer, into out: inout [UInt8], _ count: Int) throws {
+    for _ in 0..<count {
+        out.removeAll(keepingCapacity: true)
+        try CanonicalURL.write(input, into: &out)
+    }
+}
+
+do {
+    switch arguments[1] {
+    case "sign":
+        try measuredSign(try Signer(key: .hmac(secret: secret), lifetime: 60), count)
+    case "verify", "verify-short-ids":
+        // verify: one key with the default (thumbprint) id; verify-short-ids: 1000 keys with
+        // ids of a few characters, tokens spread over all of them.
+        let keys: [SigningKey] = arguments[1] == "verify"
+            ? [try .hmac(secret: secret)]
+            : try (0..<1000).map { i in try .hmac(secret: secret.map { $0 ^ UInt8(i & 0xFF) } + [UInt8(i >> 8)], id: "k\(i)") }
+        let verifier = try makeVerifier(keys)
+        let requests = try signedRequests(keys.map { try Signer(key: $0, lifetime: 60) }, count)
+        keptAlive = [verifier, requests]
+        try measuredVerify(verifier, requests)
+    case "canonicalize":
+        var out = [UInt8]()
+        out.reserveCapacity(256)
+        try Array(url.utf8).withUnsafeBytes { try measuredCanonicalize($0, into: &out, count) }
+    default:
+        print(usage)
+        exit(64)
+    }
+} catch {
+    print("instructions: \(error)")
+    exit(70)
+}
+_exit(0)  // nothing released, no exit handlers
