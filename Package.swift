@@ -26,7 +26,7 @@ let package = Package(
             dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The benchmark's crypto floors (raw libsodium/OpenSSL) and its allocation counter.
-        .target(name: "CBench", linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
+        .target(name: "CBench", dependencies: ["CSignShim"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
         .executableTarget(
             name: "bench",
             dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -38,6 +38,7 @@ struct Bench: AsyncParsableCommand {
             rows.append(row)
         }
 
+
         var allocations: [AllocationRow] = []
         for benchCase in try Catalogue.allocationCases(iterations: quick ? 200 : 2000) where selected(benchCase.operation) {
             allocations.append(AllocationRow(operation: benchCase.operation, size: benchCase.size,

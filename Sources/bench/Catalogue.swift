@@ -64,10 +64,10 @@ enum Catalogue {
         return cases
     }
 
-    /// Issue 3's targets.
+    /// Issue 3's targets, with issue 11's 0.45 for an HS256 GET verify.
     static func target(verb: String, algorithm: String, request: RequestFixture) -> Double? {
         if request.size == "1 MiB" { return 0.95 }
-        if algorithm == "HS256" { return request.name == "GET" ? (verb == "sign" ? 0.5 : 0.4) : nil }
+        if algorithm == "HS256" { return request.name == "GET" ? (verb == "sign" ? 0.5 : 0.45) : nil }
         return 0.9
     }
 

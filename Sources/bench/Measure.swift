@@ -1,5 +1,6 @@
 import CBench
 import Dispatch
+import Foundation
 
 /// Runs an operation `iterations` times and returns the seconds the timed part took (set-up,
 /// such as signing the tokens a verify run consumes, stays outside the clock).
@@ -38,6 +39,35 @@ struct Measurement {
     /// Median of the per-repetition ratios operation / floor: each pair ran back to back, so
     /// drift in the machine's speed cancels out.
     var ratio: Double?
+    /// Cores that other processes (and the hypervisor, as steal) kept busy while this row ran.
+    var otherLoad: Double
+}
+
+/// CPU time of the whole machine and of this process: their difference over an interval is
+/// what other processes used, which decides whether a 2-thread row can be quoted.
+struct CPUTime {
+    var machineBusy: Double  // seconds, all cores: user, nice, system, irq, softirq, steal
+    var own: Double          // seconds of this process
+    var wall: Double
+
+    static func now() -> CPUTime {
+        var busy = 0.0
+        if let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+           let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ") {
+            let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+            if ticks.count >= 8 { busy = (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]) / Double(sysconf(Int32(_SC_CLK_TCK))) }
+        }
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let own = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return CPUTime(machineBusy: busy, own: own, wall: Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
+    }
+
+    /// Cores used by everything but this process since `start`.
+    func otherLoad(since start: CPUTime) -> Double {
+        max(0, ((machineBusy - start.machineBusy) - (own - start.own)) / max(wall - start.wall, 1e-9))
+    }
 }
 
 func now() -> Double {
@@ -65,6 +95,7 @@ func calibrate(_ run: Timed, seconds: Double) async -> Int {
 
 /// Measures an operation and its floor in alternating samples of about equal length.
 func measure(_ operation: Timed, floor: Timed?, settings: Settings) async -> Measurement {
+    let start = CPUTime.now()
     let operationIterations = await calibrate(operation, seconds: settings.sampleSeconds)
     let floorIterations = floor == nil ? 0 : await calibrate(floor!, seconds: settings.sampleSeconds)
     var operationRates: [Double] = [], floorRates: [Double] = [], ratios: [Double] = []
@@ -86,7 +117,7 @@ func measure(_ operation: Timed, floor: Timed?, settings: Settings) async -> Mea
     }
     return Measurement(opsPerSecond: Stats(operationRates),
                        floorOpsPerSecond: floor == nil ? nil : Stats(floorRates),
-                       ratio: floor == nil ? nil : Stats(ratios).median)
+                       ratio: floor == nil ? nil : Stats(ratios).median, otherLoad: CPUTime.now().otherLoad(since: start))
 }
 
 /// Runs `body(worker)` in `workers` concurrent tasks (the cooperative pool has a thread per

@@ -12,8 +12,14 @@ struct Row: Codable {
     var ratio: Double?
     var target: Double?
     var met: Bool?
+    /// Cores other processes kept busy during the row. A 2-thread row measures how much of the
+    /// second core is free, so it is quotable only when this stays below `quietLoad`.
+    var otherLoad: Double
+
+    static let quietLoad = 0.1
 
     init(_ benchCase: BenchCase, _ measurement: Measurement) {
+        otherLoad = measurement.otherLoad
         operation = benchCase.operation
         size = benchCase.size
         opsPerSecond = measurement.opsPerSecond
@@ -29,7 +35,10 @@ struct Row: Codable {
 
     var line: String {
         let floorText = floorOpsPerSecond.map { format($0.median) + (floor == "1 thread" ? " (1T)" : "") } ?? "–"
-        let targetText = target.map { String(format: "≥ %.2f %@", $0, met == true ? "met" : "MISSED") } ?? ""
+        var targetText = target.map { String(format: "≥ %.2f %@", $0, met == true ? "met" : "MISSED") } ?? ""
+        if floor == "1 thread" {
+            targetText += String(format: "  other load %.2f: %@", otherLoad, otherLoad < Row.quietLoad ? "quiet" : "NOT QUIET, do not quote")
+        }
         return Row.pad(operation, Row.operationWidth) + Row.pad(size, 12) + Row.pad(format(opsPerSecond.median), 14)
             + Row.pad(format(opsPerSecond.min) + " – " + format(opsPerSecond.max), 22)
             + Row.pad(floorText, 14) + Row.pad(ratio.map { String(format: "%.3f", $0) } ?? "–", 8) + targetText
@@ -70,22 +79,44 @@ struct AllocationRow: Codable {
 /// Where the numbers came from.
 struct Machine: Codable {
     var cpu: String
+    /// The x86 family and model numbers: AMD Zen 3 is family 25, Zen 5 family 26.
+    var family: String
     var cores: Int
     var kernel: String
     var openssl: String
     var libsodium: String
+    /// How SHA-256 finishes messages of up to 512 bytes here, as the shim chose at start-up.
+    var shortSHA256: String
+    /// The 1-minute load average before the run (each row also reports what other processes
+    /// used while it ran).
+    var loadAtStart: String
 
     static func current() -> Machine {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .flatMap { $0.split(separator: ":", maxSplits: 1).last }.map { $0.trimmingCharacters(in: .whitespaces) } ?? "unknown CPU"
+        func field(_ name: String) -> String? {
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) }
+                .flatMap { $0.split(separator: ":", maxSplits: 1).last }.map { $0.trimmingCharacters(in: .whitespaces) }
+        }
         let kernel = ((try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8)) ?? "unknown")
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        return Machine(cpu: model, cores: ProcessInfo.processInfo.activeProcessorCount, kernel: "Linux " + kernel,
-                       openssl: String(cString: bench_openssl_version()), libsodium: String(cString: bench_sodium_version()))
+        return Machine(cpu: field("model name") ?? "unknown CPU",
+                       family: "family \(field("cpu family") ?? "?") model \(field("model\t") ?? "?")",
+                       cores: ProcessInfo.processInfo.activeProcessorCount, kernel: "Linux " + kernel,
+                       openssl: String(cString: bench_openssl_version()), libsodium: String(cString: bench_sodium_version()),
+                       shortSHA256: bench_sha256_short_path() != 0 ? "padded in place, block function (measured faster)"
+                           : "SHA256_Update/SHA256_Final (measured faster)",
+                       loadAtStart: loadAverage())
     }
 
-    var summary: String { "\(cpu), \(cores) cores, \(kernel), \(openssl), libsodium \(libsodium)" }
+    /// The 1-minute load average (/proc/loadavg).
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
+    }
+
+    var summary: String {
+        "\(cpu) (\(family)), \(cores) cores, \(kernel), \(openssl), libsodium \(libsodium)\n"
+            + "Short SHA-256: \(shortSHA256); load average \(loadAtStart) at start"
+    }
 }
 
 /// The whole run, as written by `--json`.

@@ -52,7 +52,8 @@ final class AlgorithmFixture: @unchecked Sendable {
         switch algorithm {
         case .hmacSHA256:
             key = try .hmac(secret: seed)
-            hmac = seed.withUnsafeBytes { bench_hmac_key_new($0.baseAddress, $0.count) }
+            let prefix = try Self.signingInputPrefix(key)
+            hmac = seed.withUnsafeBytes { s in prefix.withUnsafeBytes { bench_hmac_key_new(s.baseAddress, s.count, $0.baseAddress, $0.count) } }
             p256 = nil
         case .ed25519:
             key = try .ed25519(seed: seed)
@@ -72,6 +73,15 @@ final class AlgorithmFixture: @unchecked Sendable {
         }
         // A replay guard big enough for every token a run verifies within a token lifetime.
         verifier = try Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: InMemoryReplayGuard(capacity: 8_000_000, maxShare: 1))
+    }
+
+    /// The bytes every signing input under `key` starts with (SPEC §4.2: the fixed text, the
+    /// algorithm and the key id, each length-prefixed), which the engine absorbs once per key.
+    static func signingInputPrefix(_ key: SigningKey) throws -> [UInt8] {
+        let zero = SHA256Digest(bytes: [UInt8](repeating: 0, count: 32))!
+        let input = try SigningInput.bytes(algorithm: key.algorithm, keyID: key.id, target: zero, whash: zero,
+                                           created: 0, lifetime: 1, nonce: Nonce.random(), account: "")
+        return Array(input.prefix(18 + 1 + key.algorithm.rawValue.utf8.count + 1 + key.id.utf8.count))
     }
 
     deinit {

@@ -38,6 +38,45 @@ import Testing
         #expect(out.hex == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    /// Issue 11: the short-message path (own padding, then the block function) and the
+    /// library's SHA256_Update/SHA256_Final give the same digests and HMAC tags, for every
+    /// message length around the padding boundaries and past the 512-byte switch, after
+    /// prefixes of every length up to two blocks. (Switching while other tests hash is
+    /// harmless: both ways give the same bytes.)
+    @Test func shortAndLibraryPathsAgree() throws {
+        let chosen = sc_sha256_short_path()
+        defer { sc_sha256_set_short_path(chosen) }
+        let bytes = (0..<700).map { UInt8($0 % 251) }
+        var key = sc_hmac_key()
+        bytes.withUnsafeBytes { sc_hmac_key_init(&key, $0.baseAddress, 40) }
+        defer { withUnsafeMutableBytes(of: &key) { sc_memzero($0.baseAddress, $0.count) } }
+        func digests() -> [[UInt8]] {
+            var results: [[UInt8]] = []
+            bytes.withUnsafeBytes { b in
+                for prefix in [0, 1, 55, 63, 64, 68, 119, 128] {
+                    for length in Array(0...130) + [183, 184, 247, 248, 255, 256, 440, 447, 448, 511, 512, 513, 560] {
+                        var out = [UInt8](repeating: 0, count: 32), tag = [UInt8](repeating: 0, count: 32)
+                        out.withUnsafeMutableBytes { sc_sha256_prefixed(b.baseAddress, prefix, b.baseAddress! + prefix, length, $0.baseAddress) }
+                        var inner = key.inner
+                        sc_sha256_update(&inner, b.baseAddress, prefix)
+                        tag.withUnsafeMutableBytes { sc_hmac_sha256_continue(&key, &inner, b.baseAddress! + prefix, length, $0.baseAddress) }
+                        results += [out, tag]
+                    }
+                }
+            }
+            return results
+        }
+        sc_sha256_set_short_path(1)
+        let short = digests()
+        sc_sha256_set_short_path(0)
+        let library = digests()
+        #expect(short == library)
+        // And both equal plain incremental SHA-256 of the same bytes.
+        var expected = [UInt8](repeating: 0, count: 32)
+        bytes.withUnsafeBytes { sc_sha256($0.baseAddress, 68 + 100, &expected) }
+        #expect(short[2 * (5 * 144 + 100)] == expected)
+    }
+
     /// RFC 4231 test cases 1, 2, 4, 6 and 7 (case 6 and 7 keys are longer than a block).
     @Test(arguments: [
         ("0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "4869205468657265",

@@ -2,10 +2,13 @@
  * CBench: what the benchmark measures SignCore against, and how it counts allocations.
  *
  * The floors are the raw libsodium / OpenSSL work an operation cannot avoid, done with the
- * fastest API each library offers and every key schedule or context prepared once: SHA-256
- * through the low-level SHA256_CTX (faster than a reused EVP_MD_CTX, measured in docs), HMAC
- * from two prepared SHA-256 states, libsodium Ed25519, and ECDSA_do_sign / ECDSA_do_verify on a
- * prepared EC_KEY (faster than EVP_PKEY_sign with a reused EVP_PKEY_CTX).
+ * fastest API each library offers and every key schedule, context or per-key precomputation
+ * the engine uses prepared once: SHA-256 through the low-level SHA256_CTX (faster than a reused
+ * EVP_MD_CTX), short messages padded in place and fed to the block function when the shim's
+ * start-up measurement finds that faster on this CPU; HMAC from prepared inner and outer
+ * states, the inner one past the fixed start of the signing input as the engine keeps it;
+ * libsodium Ed25519; ECDSA_do_sign / ECDSA_do_verify on a prepared EC_KEY (faster than
+ * EVP_PKEY_sign with a reused EVP_PKEY_CTX).
  */
 #ifndef CBENCH_H
 #define CBENCH_H
@@ -21,7 +24,8 @@ void bench_sha256(const void *data, size_t length, void *out32);
 int bench_ed25519_keypair(const void *seed32, void *public32, void *secret64);
 
 typedef struct bench_hmac_key bench_hmac_key;
-bench_hmac_key *bench_hmac_key_new(const void *secret, size_t length);
+/* `prefix`: the bytes every signing input of the key starts with, absorbed once. */
+bench_hmac_key *bench_hmac_key_new(const void *secret, size_t length, const void *prefix, size_t prefix_length);
 void bench_hmac_key_free(bench_hmac_key *key);
 
 typedef struct bench_p256_key bench_p256_key;
@@ -52,6 +56,8 @@ int bench_floor_verify_p256(const bench_p256_key *key, const void *content, size
 /* Library versions, for the report. */
 const char *bench_openssl_version(void);
 const char *bench_sodium_version(void);
+/* 1 when the shim pads short SHA-256 messages itself (its start-up measurement found it faster). */
+int bench_sha256_short_path(void);
 
 /* ---- Allocation counting ----------------------------------------------------------------- */
 
