@@ -8,50 +8,58 @@ import Darwin
 #endif
 
 /// One shard of the replay guard: an open-addressing table of (key, nonce) entries with linear
-/// probing, at most half full, with the shard's part of the guard's budget and its count of
-/// entries per key.
+/// probing, with the shard's part of the guard's budget and its count of entries per key.
 ///
-/// Expired entries stay until the table needs room; then it is rebuilt with only the unexpired
-/// ones, grown or shrunk so the next rebuild is a quarter of a table away (amortised, a few
-/// slot reads per insert). A table without room is scanned at most once per second of `now`:
-/// nothing can expire between two calls with the same `now`, so a flood of tokens against a
-/// full shard is refused without rescanning. Tables come zeroed from `calloc` (fresh pages for
-/// large ones) and a zero slot is empty, so a rebuild touches only the live entries.
+/// Expiry runs continuously and in small steps: every record first looks at the next
+/// `sweepPerRecord` slots after a cursor that cycles through the table and deletes the expired
+/// entries it finds there (backward-shift deletion: no tombstones, probe chains stay as short
+/// as the live entries make them). An expired entry therefore lingers at most one cycle of the
+/// cursor, which at any steady rate keeps at most `1/sweepPerRecord` of the table dead. The
+/// table is rebuilt (the one pause, in proportion to the shard's live entries) only when it
+/// grows past 80 % full, to twice its live entries, or when a cycle finds it under an eighth
+/// full, to shrink: never in a steady state. When the shard has no budget left it sweeps the
+/// whole table, at most once per second of `now`, so a flood against a full guard cannot make
+/// every verify rescan it.
+///
+/// Table sizes are not powers of two (a slot is picked by a multiply), so memory follows the
+/// live entries closely: 16 bytes a slot, about 32 bytes per live nonce in a steady state.
 /// `@unchecked Sendable`: its memory is reached only through its shard's Mutex.
 struct NonceTable: ~Copyable, @unchecked Sendable {
-    /// 32 bytes, so an entry never straddles two cache lines.
+    /// 16 bytes: four to a cache line.
     struct Entry {
-        var nonce: (UInt64, UInt64)
         /// The keyed hash of (key, nonce) with its lowest bit set: never zero in an occupied
-        /// slot. Two pairs are the same when their nonces and hashes are: a different key with
-        /// the same nonce shares the 64-bit hash with probability 2⁻⁶⁴, and the hash's seed is
-        /// secret, so no one can search for such a key.
+        /// slot. Its high 32 bits picked the shard, its low 32 the home slot.
         var hash: UInt64
-        /// The expiry (low 40 bits) and the key's slot in `KeyCounts` (high 24 bits; 0 when
-        /// the guard keeps no counts).
+        /// The expiry in seconds (low 32 bits; later ones are kept as 2³² − 1, in 2106), 12
+        /// check bits of the nonce and key (`HashedNonce.check`), and the key's slot in
+        /// `KeyCounts` (high 20 bits; 0 when the guard keeps no counts).
         var meta: UInt64
 
-        init(nonce: (UInt64, UInt64), hash: UInt64, expires: Int64, keySlot: Int) {
-            self.nonce = nonce
+        init(hash: UInt64, check: UInt64, expires: Int64, keySlot: Int) {
             self.hash = hash | 1
-            meta = UInt64(clamping: min(max(expires, 0), Self.maxExpires)) | UInt64(keySlot) << 40
+            meta = Self.clamped(expires) | (check & 0xFFF) << 32 | UInt64(keySlot) << 44
         }
 
-        /// Expiries are held in 40 bits (a token's is below 2³⁷); a later one is kept as this.
-        static let maxExpires: Int64 = (1 << 40) - 1
+        /// An empty slot: all zero bits, as `calloc` and fresh pages give.
+        static let empty: Entry = {
+            var entry = Entry(hash: 0, check: 0, expires: 0, keySlot: 0)
+            entry.hash = 0
+            return entry
+        }()
+
+        static func clamped(_ expires: Int64) -> UInt64 { UInt64(clamping: min(max(expires, 0), 0xFFFF_FFFF)) }
 
         var expires: Int64 {
-            get { Int64(meta & UInt64(Self.maxExpires)) }
-            set { meta = meta & ~UInt64(Self.maxExpires) | UInt64(clamping: min(max(newValue, 0), Self.maxExpires)) }
+            get { Int64(meta & 0xFFFF_FFFF) }
+            set { meta = meta & ~0xFFFF_FFFF | Self.clamped(newValue) }
         }
-        var keySlot: Int {
-            get { Int(meta >> 40) }
-            set { meta = meta & UInt64(Self.maxExpires) | UInt64(newValue) << 40 }
-        }
+        var keySlot: Int { Int(meta >> 44) }
         var isEmpty: Bool { hash == 0 }
-        /// The first slot to probe (the hash bits above the one that is always set).
-        func home(_ mask: Int) -> Int { Self.home(hash: hash, mask: mask) }
-        static func home(hash: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: hash >> 1) & mask }
+
+        /// Whether this entry holds the pair: 63 bits of keyed hash, 12 check bits and the key slot.
+        func holds(hash: UInt64, check: UInt64) -> Bool {
+            self.hash == hash | 1 && (meta >> 32) & 0xFFF == check & 0xFFF
+        }
     }
 
     private var slots: UnsafeMutableBufferPointer<Entry>
@@ -59,28 +67,36 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     private(set) var used = 0
     /// Slots of the guard's budget this shard holds and has not used yet.
     private(set) var credits = 0
-    /// Entries per key (expired or not), when the guard bounds each key's share.
+    /// Entries per key, when the guard bounds each key's share.
     private var perKey = KeyCounts()
     /// The latest expiry of an entry dropped so far: a nonce whose token expired at or before
     /// it may have been forgotten, so such a token is refused (the clock may have stepped back).
     private(set) var droppedThrough = Int64.min
-    /// Full scans so far, and the `now` of the last one.
+    /// Full sweeps and rebuilds so far (for tests), and the `now` of the last full sweep.
     private(set) var scans = 0
+    private(set) var rebuilds = 0
     private var scannedAt = Int64.min
-    /// The table size a rebuild does not grow past while the entries fit: twice the shard's
-    /// even part of the capacity. A shard that holds more (keyed hashing makes it rare) doubles.
-    private let sizeBound: Int
+    /// Where the incremental sweep looks next.
+    private var cursor = 0
 
-    /// - Parameter evenShare: the shard's part of the guard's capacity, spread evenly.
-    init(evenShare: Int) throws(SignCoreError) {
-        sizeBound = Self.powerOfTwo(atLeast: 2 * (evenShare + 1))
-        slots = try Self.allocate(16)
+    /// Slots the incremental sweep examines per record.
+    static let sweepPerRecord = 8
+
+    init() throws(SignCoreError) {
+        slots = try Self.allocate(Self.minimumSize)
     }
 
     deinit { Self.release(slots) }
 
     var address: UInt { UInt(bitPattern: slots.baseAddress) }
-    var mask: Int { slots.count - 1 }
+    var size: Int { slots.count }
+    var bytes: Int { slots.count * MemoryLayout<Entry>.stride }
+
+    /// The first slot to probe for a pair's hash in a table of `size` slots: the low 32 bits
+    /// scaled by a multiply (the shard was picked from the high 32).
+    static func home(hash: UInt64, size: Int) -> Int {
+        Int(truncatingIfNeeded: ((hash & 0xFFFF_FFFF) &* UInt64(size)) >> 32)
+    }
 
     /// Records the pair; false when there is no room and `borrow` (slots from the guard's
     /// budget) lends none.
@@ -89,42 +105,37 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         guard expires > droppedThrough else {
             throw SignCoreError(.expired, "the token expired before a time whose nonces the replay guard has already dropped")
         }
-        let hash = pair.hash | 1
-        var index = Entry.home(hash: hash, mask: slots.count - 1)
+        try sweepSome(now: now)
+        var index = Self.home(hash: pair.hash, size: slots.count)
         while !slots[index].isEmpty {
-            if slots[index].hash == hash, slots[index].nonce == pair.nonce.words {
+            if slots[index].holds(hash: pair.hash, check: pair.check) {
                 guard slots[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
                 slots[index].expires = expires  // the earlier token has expired: the nonce may serve again
                 return true
             }
-            index = (index + 1) & (slots.count - 1)
+            index = index + 1 == slots.count ? 0 : index + 1
         }
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
         if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
-            if now != scannedAt { try rebuild(now: now) }
+            if now != scannedAt { sweepAll(now: now) }
             guard perKey.count(of: pair.key) < perKeyLimit else {
                 throw SignCoreError(.overloaded, "this key holds its share of the replay guard; retry later")
             }
         }
         if credits == 0 { credits = borrow() }
-        if credits == 0, now != scannedAt { try rebuild(now: now) }
+        if credits == 0, now != scannedAt { sweepAll(now: now) }
         guard credits > 0 else { return false }
-        if 2 * (used + 1) > slots.count {
-            // Grow (room for four times the live entries); at the size bound, rescan at most
-            // once per second of `now`, and double when even that leaves no room.
-            if slots.count < sizeBound || now != scannedAt { try rebuild(now: now) }
-            if 2 * (used + 1) > slots.count { try rebuild(now: now, size: 2 * slots.count) }
-        }
+        if 5 * (used + 1) > 4 * slots.count { try rebuild(now: now) }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
-        insert(Entry(nonce: pair.nonce.words, hash: hash, expires: expires, keySlot: keySlot))
+        insert(Entry(hash: pair.hash, check: pair.check, expires: expires, keySlot: keySlot))
         credits -= 1
         return true
     }
 
-    /// Hands back every credit, after dropping expired entries when `scan` (a full scan, at most
-    /// once per `now`); returns the credits handed back.
-    mutating func sweep(now: Int64, scan: Bool) -> Int {
-        if scan, now != scannedAt { try? rebuild(now: now) }  // on a failed allocation the table stays as it was
+    /// Hands back every credit, after a full sweep when `scan` (at most once per `now`);
+    /// returns the credits handed back.
+    mutating func handBack(now: Int64, scan: Bool) -> Int {
+        if scan, now != scannedAt { sweepAll(now: now) }
         defer { credits = 0 }
         return credits
     }
@@ -141,53 +152,103 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
     }
 
-    /// Keeps the unexpired entries only, in a table sized for them and the room to come; the
-    /// dropped entries' slots become credits again.
-    /// `size`, when given, is the new table's size; by default room for four times the live
-    /// entries, within `sizeBound` as long as they fit.
-    private mutating func rebuild(now: Int64, size: Int? = nil) throws(SignCoreError) {
+    // MARK: Expiry
+
+    /// The incremental sweep: `sweepPerRecord` steps of the cursor, each deleting an expired
+    /// entry (whose place the next entry of its run may take, so the cursor stays) or moving
+    /// on. A completed cycle over a table less than an eighth full shrinks it.
+    private mutating func sweepSome(now: Int64) throws(SignCoreError) {
+        guard used > 0 else { return }
+        for _ in 0..<Self.sweepPerRecord {
+            if !slots[cursor].isEmpty, slots[cursor].expires <= now {
+                delete(at: cursor)
+            } else {
+                cursor += 1
+                if cursor == slots.count {
+                    cursor = 0
+                    if 8 * used < slots.count, slots.count > Self.minimumSize { try rebuild(now: now) }
+                    return
+                }
+            }
+        }
+    }
+
+    /// Deletes every expired entry (a full pass; at most once per `now`).
+    private mutating func sweepAll(now: Int64) {
         scans += 1
         scannedAt = now
-        var live = 0, latestDropped = droppedThrough
-        for entry in slots where !entry.isEmpty {
-            if entry.expires > now { live += 1 } else { latestDropped = max(latestDropped, entry.expires) }
+        var index = 0
+        while index < slots.count {
+            if !slots[index].isEmpty, slots[index].expires <= now { delete(at: index) } else { index += 1 }
         }
-        let size = size ?? max(Self.powerOfTwo(atLeast: 2 * (live + 1)),
-                               min(Self.powerOfTwo(atLeast: 4 * (live + 1)), sizeBound))
-        let fresh = try Self.allocate(size)
+    }
+
+    /// Removes the entry at `index` and closes the gap: each later entry of the same run moves
+    /// back into the hole unless that would put it before its home slot (Knuth's algorithm R).
+    private mutating func delete(at index: Int) {
+        let entry = slots[index]
+        droppedThrough = max(droppedThrough, entry.expires)
+        if entry.keySlot != 0 { perKey.remove(slot: entry.keySlot) }
+        used -= 1
+        credits += 1
+        let count = slots.count
+        var hole = index, next = index
+        while true {
+            next = next + 1 == count ? 0 : next + 1
+            if slots[next].isEmpty { break }
+            let home = Self.home(hash: slots[next].hash, size: count)
+            // Movable when its home is not cyclically within (hole, next].
+            let homeToNext = next >= home ? next - home : next + count - home
+            let holeToNext = next >= hole ? next - hole : next + count - hole
+            if homeToNext >= holeToNext {
+                slots[hole] = slots[next]
+                hole = next
+            }
+        }
+        slots[hole] = .empty
+    }
+
+    /// Keeps the unexpired entries only, in a table of twice their number (at least the
+    /// minimum); the dropped entries' slots become credits again.
+    private mutating func rebuild(now: Int64) throws(SignCoreError) {
+        rebuilds += 1
+        var live = 0
+        for entry in slots where !entry.isEmpty && entry.expires > now { live += 1 }
+        let fresh = try Self.allocate(max(Self.minimumSize, 2 * (live + 1)))
         let old = slots
         slots = fresh
-        credits += used - live
         used = 0
-        droppedThrough = latestDropped
-        if perKey.isEmpty {
-            for entry in old where !entry.isEmpty && entry.expires > now { insert(entry) }
-        } else {
-            for entry in old where !entry.isEmpty && entry.expires <= now { perKey.remove(slot: entry.keySlot) }
-            let renumbered = perKey.compacted()
-            for var entry in old where !entry.isEmpty && entry.expires > now {
-                entry.keySlot = renumbered[entry.keySlot]
+        cursor = 0
+        for entry in old where !entry.isEmpty {
+            if entry.expires > now {
                 insert(entry)
+            } else {
+                droppedThrough = max(droppedThrough, entry.expires)
+                if entry.keySlot != 0 { perKey.remove(slot: entry.keySlot) }
+                credits += 1
             }
         }
         Self.release(old)
     }
 
     private mutating func insert(_ entry: Entry) {
-        let mask = slots.count - 1
-        var index = entry.home(mask)
-        while !slots[index].isEmpty { index = (index + 1) & mask }
+        var index = Self.home(hash: entry.hash, size: slots.count)
+        while !slots[index].isEmpty { index = index + 1 == slots.count ? 0 : index + 1 }
         slots[index] = entry
         used += 1
     }
+
+    // MARK: Memory
+
+    static let minimumSize = 16
 
     /// Tables from this size on come from the kernel in huge pages (`sc_pages_zeroed`).
     private static let pageTableBytes = 2 << 20
 
     /// A zeroed table: every slot empty. A failed allocation is `overloaded`, never a crash.
     static func allocate(_ count: Int) throws(SignCoreError) -> UnsafeMutableBufferPointer<Entry> {
-        let bytes = count * MemoryLayout<Entry>.stride
-        guard let memory = bytes >= pageTableBytes ? sc_pages_zeroed(bytes) : calloc(count, MemoryLayout<Entry>.stride) else {
+        let (bytes, overflow) = count.multipliedReportingOverflow(by: MemoryLayout<Entry>.stride)
+        guard !overflow, let memory = bytes >= pageTableBytes ? sc_pages_zeroed(bytes) : calloc(count, MemoryLayout<Entry>.stride) else {
             throw SignCoreError(.overloaded, "the replay guard could not allocate memory; retry later")
         }
         return UnsafeMutableBufferPointer(start: memory.bindMemory(to: Entry.self, capacity: count), count: count)
@@ -197,32 +258,28 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         let bytes = table.count * MemoryLayout<Entry>.stride
         if bytes >= pageTableBytes { sc_pages_free(table.baseAddress, bytes) } else { free(table.baseAddress) }
     }
-
-    private static func powerOfTwo(atLeast n: Int) -> Int {
-        var size = 16
-        while size < n { size *= 2 }
-        return size
-    }
 }
 
-/// Entries per key in one shard. Each key seen gets a slot (1, 2, ...; entries hold it in
-/// 24 bits); an index from the key's tag (already a keyed hash, so its bits pick the place)
-/// finds the slot. Keys whose count falls to zero leave when the shard rebuilds.
+/// Entries per key in one shard. Each key with entries has a slot (1, 2, ...; entries hold it
+/// in 20 bits); an index from the key's tag (already a keyed hash, so its bits pick the place)
+/// finds the slot. A key whose count falls to zero leaves the index and its slot is reused, so
+/// the counts follow the keys that hold entries, however many keys come and go.
 struct KeyCounts {
     /// By slot (slot 0 unused: "no key").
     private var tags: [UInt64] = [0]
     private var counts: [Int] = [0]
+    private var freeSlots: [Int] = []
     /// Open addressing: the slot of a tag, 0 for an empty place.
     private var index: [Int32] = Array(repeating: 0, count: 8)
+    private var keys = 0
 
-    static let maxSlots = 1 << 24
+    static let maxSlots = 1 << 20
 
-    /// Whether no key is counted (a guard without a share per key).
-    var isEmpty: Bool { tags.count == 1 }
+    private func home(of tag: UInt64) -> Int { Int(truncatingIfNeeded: tag >> 7) & (index.count - 1) }
 
     private func place(of tag: UInt64) -> (Int, found: Bool) {
         let mask = index.count - 1
-        var place = Int(truncatingIfNeeded: tag >> 7) & mask
+        var place = home(of: tag)
         while index[place] != 0 {
             if tags[Int(index[place])] == tag { return (place, true) }
             place = (place + 1) & mask
@@ -235,7 +292,7 @@ struct KeyCounts {
         return found ? counts[Int(index[place])] : 0
     }
 
-    /// Counts one more entry of `tag`; its slot. `overloaded` past 2²⁴ − 1 keys in one shard.
+    /// Counts one more entry of `tag`; its slot. `overloaded` past 2²⁰ − 1 keys with entries in one shard.
     mutating func add(_ tag: UInt64) throws(SignCoreError) -> Int {
         let (place, found) = place(of: tag)
         if found {
@@ -243,40 +300,50 @@ struct KeyCounts {
             counts[slot] += 1
             return slot
         }
-        guard tags.count < Self.maxSlots else {
-            throw SignCoreError(.overloaded, "the replay guard holds too many keys; retry later")
+        let slot: Int
+        if let reused = freeSlots.popLast() {
+            slot = reused
+            tags[slot] = tag
+            counts[slot] = 1
+        } else {
+            guard tags.count < Self.maxSlots else {
+                throw SignCoreError(.overloaded, "the replay guard holds too many keys; retry later")
+            }
+            slot = tags.count
+            tags.append(tag)
+            counts.append(1)
         }
-        tags.append(tag)
-        counts.append(1)
-        index[place] = Int32(tags.count - 1)
-        if 2 * tags.count > index.count { reindex(size: index.count * 2) }
-        return tags.count - 1
+        index[place] = Int32(slot)
+        keys += 1
+        if 2 * keys > index.count { reindex(size: index.count * 2) }
+        return slot
     }
 
+    /// One entry of the key in `slot` is gone; at zero the key leaves.
     mutating func remove(slot: Int) {
         counts[slot] -= 1
-    }
-
-    /// Drops the keys without entries and renumbers the rest; the new slot of each old one.
-    mutating func compacted() -> [Int] {
-        var renumbered = Array(repeating: 0, count: tags.count)
-        var keptTags: [UInt64] = [0], keptCounts = [0]
-        for slot in 1..<tags.count where counts[slot] > 0 {
-            renumbered[slot] = keptTags.count
-            keptTags.append(tags[slot])
-            keptCounts.append(counts[slot])
+        guard counts[slot] == 0 else { return }
+        let (place, _) = place(of: tags[slot])
+        // Backward-shift deletion, as in NonceTable.delete.
+        let mask = index.count - 1
+        var hole = place, next = place
+        while true {
+            next = (next + 1) & mask
+            if index[next] == 0 { break }
+            let home = home(of: tags[Int(index[next])])
+            if (next - home) & mask >= (next - hole) & mask {
+                index[hole] = index[next]
+                hole = next
+            }
         }
-        tags = keptTags
-        counts = keptCounts
-        var size = 8
-        while size < 2 * tags.count { size *= 2 }
-        reindex(size: size)
-        return renumbered
+        index[hole] = 0
+        freeSlots.append(slot)
+        keys -= 1
     }
 
     private mutating func reindex(size: Int) {
         index = Array(repeating: 0, count: size)
-        for slot in 1..<tags.count {
+        for slot in 1..<tags.count where counts[slot] > 0 {
             let (place, _) = place(of: tags[slot])
             index[place] = Int32(slot)
         }

@@ -17,6 +17,18 @@ public protocol ReplayGuard: Sendable {
 
 /// An in-process replay guard, bounded in memory by `capacity`.
 ///
+/// - **Expiry** runs continuously, a few slots per record (`NonceTable`): no verify waits on
+///   more than that in a steady state, and memory follows the live nonces (about 32 bytes
+///   each: 6 million, 100,000 verifies a second of 60-second tokens, in about 200 MB).
+/// - **Sizing**: `capacity` = the peak rate of accepted requests × the longest token lifetime
+///   (plus the verifier's skew). The default, 6 million, is 100,000 verifies a second of
+///   60-second tokens, or 20,000 a second of 300-second ones.
+/// - **Identity**: an entry is a 64-bit keyed hash of (key, nonce) with 12 check bits and, when
+///   shares are bounded, the key's slot. Two different pairs in one probe run agree on the
+///   bits that placed them (about 25), so a fresh token is mistaken for a replay with
+///   probability about 2⁻⁵¹ per entry compared, a few per record: at 100,000 verifies a
+///   second, once in several hundred years. Nobody can aim at it: the hash's seed is secret.
+///
 /// - **Capacity**: refuses (`overloaded`) only when the guard as a whole holds `capacity`
 ///   unexpired nonces. Shards take room from one shared budget in small batches and give it
 ///   back when their entries expire; before refusing, every shard is swept for expired entries
@@ -42,23 +54,26 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     /// The shards, owned by this object and released with it.
     let shards: Shards
 
-    /// - Parameter capacity: most unexpired nonces held at once (default one million, about
-    ///   67 MB: 32-byte slots, tables at most half full). Size it as peak accepted requests per second × maximum lifetime.
+    /// - Parameter capacity: most nonces held at once (default 6 million: 100,000 accepted
+    ///   verifies a second × 60-second tokens, about 200 MB when full; memory grows with the
+    ///   nonces actually held). Size it as peak accepted requests per second × the longest
+    ///   lifetime your clients use (at most the verifier's `maxLifetime`) plus its skew.
     /// - Parameter maxShare: the largest fraction of `capacity` one key id may hold, in
     ///   (0, 1]. With one key shared by every client (an HMAC key, say) set it to 1.
-    /// - Parameter shardCount: independent locks and tables; by default one per 8,192 nonces of
-    ///   capacity, at most 64. A shard is locked while it rebuilds (time in proportion to its
-    ///   size), so more, smaller shards mean shorter pauses and fewer threads waiting on one.
+    /// - Parameter shardCount: independent locks and tables; by default one per 16,384 nonces
+    ///   of capacity, at most 256. A shard is locked while it grows (time in proportion to its
+    ///   live entries, only while the number of live nonces rises), so more, smaller shards
+    ///   mean shorter pauses and fewer threads waiting on one.
     /// Throws `invalidConfiguration` for a capacity below 1, a share outside (0, 1] or a shard
     /// count below 1, and `overloaded` when the first tables cannot be allocated.
-    public init(capacity: Int = 1_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
+    public init(capacity: Int = 6_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
         guard capacity >= 1 else {
             throw SignCoreError(.invalidConfiguration, "the replay guard capacity must be at least 1")
         }
         guard maxShare > 0, maxShare <= 1 else {
             throw SignCoreError(.invalidConfiguration, "the replay guard's share per key must be in (0, 1]")
         }
-        let count = min(shardCount ?? max(1, min(64, capacity / 8192)), capacity)
+        let count = min(shardCount ?? max(1, min(256, capacity / 16_384)), capacity)
         guard count >= 1 else { throw SignCoreError(.invalidConfiguration, "the replay guard needs at least one shard") }
         self.capacity = capacity
         self.maxShare = maxShare
@@ -72,15 +87,22 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         try shards.record(shards.hashed(nonce, key: ReplayKey(keyID)), expires: expires, now: now)
     }
 
-    /// Nonces held: the unexpired ones, plus expired ones not yet dropped (a shard drops them
-    /// when it needs room).
+    /// Nonces held: the unexpired ones, plus expired ones the sweep has not reached yet.
     public var count: Int { shards.count }
 
-    /// A (key, nonce) pair with its keyed hash, for a verifier that looks the pair up early.
+    /// Bytes of the shards' tables (what the guard's memory grows with).
+    public var tableBytes: Int { shards.tableBytes }
+
+    /// A (key, nonce) pair as the guard stores it, for a verifier that looks the pair up early.
     struct HashedNonce {
-        let nonce: Nonce
+        /// The key's tag.
         let key: UInt64
+        /// Keyed hash of (key, nonce), lowest bit set: the high 32 bits pick the shard, the low
+        /// 32 the slot, and all of it is compared.
         let hash: UInt64
+        /// 12 more bits compared, from the nonce and key directly (not from `hash`, whose
+        /// placement bits two entries in one probe run share).
+        let check: UInt64
         let shard: Int
     }
 
@@ -106,7 +128,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             var made = 0
             do throws(SignCoreError) {
                 while made < count {
-                    (base + made).initialize(to: Shard(table: try NonceTable(evenShare: (capacity + count - 1) / count)))
+                    (base + made).initialize(to: Shard(table: try NonceTable()))
                     made += 1
                 }
             } catch {
@@ -135,25 +157,26 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             hasher.combine(key.tag)
             hasher.combine(nonce.words.0)
             hasher.combine(nonce.words.1)
-            let hash = UInt64(UInt(bitPattern: hasher.finalize()))
+            let hash = UInt64(UInt(bitPattern: hasher.finalize())) | 1
+            let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
-            let slots = base[shard].slots.load(ordering: .relaxed), mask = base[shard].mask.load(ordering: .relaxed)
+            let slots = base[shard].slots.load(ordering: .relaxed), size = base[shard].size.load(ordering: .relaxed)
             if slots != 0 {
-                let slot = NonceTable.Entry.home(hash: hash, mask: mask)
+                let slot = NonceTable.home(hash: hash, size: size)
                 sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
             }
-            return HashedNonce(nonce: nonce, key: key.tag, hash: hash, shard: shard)
+            return HashedNonce(key: key.tag, hash: hash, check: check, shard: shard)
         }
 
         func record(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
             if try recordInShard(pair, expires: expires, now: now) { return }
             // The shared budget is spent: gather the room every shard holds unused, after
-            // dropping their expired entries (a full scan, once per second of `now`), and try
+            // dropping their expired entries (a full sweep, once per second of `now`), and try
             // once more. Refused only when no shard has room left.
             let scan = budget.pointee.claimSweep(at: now)
             for index in 0..<shardCount {
-                let returned = base[index].mutex.withLock { table in table.sweep(now: now, scan: scan) }
+                let returned = base[index].mutex.withLock { table in table.handBack(now: now, scan: scan) }
                 budget.pointee.give(returned)
             }
             guard try recordInShard(pair, expires: expires, now: now) else { throw NonceTable.full }
@@ -169,14 +192,14 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
                     let recorded = try table.record(pair, expires: expires, now: now, perKeyLimit: perKeyLimit) {
                         budget.pointee.take(Shards.batch)
                     }
-                    return .success((recorded, table.surplus(keeping: Shards.batch), table.address, table.mask))
+                    return .success((recorded, table.surplus(keeping: Shards.batch), table.address, table.size))
                 } catch {
                     return .failure(error)
                 }
             }
-            let (recorded, surplus, slots, mask) = try result.get()
+            let (recorded, surplus, slots, size) = try result.get()
             budget.pointee.give(surplus)
-            shard.pointee.publish(slots: slots, mask: mask)
+            shard.pointee.publish(slots: slots, size: size)
             return recorded
         }
 
@@ -184,9 +207,16 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.used } }
         }
 
-        /// Full scans of every shard so far (for tests).
+        var tableBytes: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.bytes } }
+        }
+
+        /// Full sweeps and rebuilds of every shard so far (for tests).
         var scans: Int {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.scans } }
+        }
+        var rebuilds: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.rebuilds } }
         }
     }
 
@@ -223,19 +253,19 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex: Mutex<NonceTable>
-        /// The table's address and slot mask as of the last record, for `hashed` to prefetch
-        /// from without taking the lock.
+        /// The table's address and size as of the last record, for `hashed` to prefetch from
+        /// without taking the lock.
         let slots = Atomic<UInt>(0)
-        let mask = Atomic<Int>(0)
+        let size = Atomic<Int>(0)
 
         init(table: consuming NonceTable) { mutex = Mutex(table) }
 
         /// Refreshes the hint after a record (outside the lock: two threads may race here, and
         /// the loser's stale value lasts until the next record; it is only a hint).
-        func publish(slots address: UInt, mask slotMask: Int) {
+        func publish(slots address: UInt, size slotCount: Int) {
             if slots.load(ordering: .relaxed) != address {
                 slots.store(address, ordering: .relaxed)
-                mask.store(slotMask, ordering: .relaxed)
+                size.store(slotCount, ordering: .relaxed)
             }
         }
     }

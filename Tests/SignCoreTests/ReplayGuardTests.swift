@@ -145,8 +145,9 @@ import Testing
             #expect(error?.code == .overloaded)
         }
         #expect(guardian.shards.scans <= scans + 2)  // the first refusal scanned; the other 49 did not
-        try guardian.record(keyID: Self.key, nonce: .random(), expires: 200, now: 100)  // everything expired: room again
-        #expect(guardian.count == 1)
+        // Everything expired: room again for the whole capacity.
+        for _ in 0..<8 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 200, now: 100) }
+        #expect(guardian.count == 8)
     }
 
     @Test func shardsShareTheLoad() throws {
@@ -159,14 +160,17 @@ import Testing
         let guardian = try InMemoryReplayGuard(capacity: 100, maxShare: 1)
         for i in 0..<100 { try guardian.record(keyID: Self.key, nonce: .random(), expires: Int64(10 + i % 10), now: 0) }
         #expect(guardian.count == 100)
-        // At t = 15 the entries expiring at 10...15 are gone, so there is room again.
-        try guardian.record(keyID: Self.key, nonce: .random(), expires: 50, now: 15)
-        #expect(guardian.count == 100 - 60 + 1)
+        // At t = 15 the entries expiring at 10...15 are gone: room for exactly 60 more.
+        for _ in 0..<60 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 50, now: 15) }
+        let full = #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: .random(), expires: 50, now: 15) }
+        #expect(full?.code == .overloaded)
+        #expect(guardian.count == 100)
         // A nonce may be used again only once its token has expired.
         let nonce = Nonce.random()
         try guardian.record(keyID: Self.key, nonce: nonce, expires: 30, now: 20)
         #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 30, now: 29) }
         try guardian.record(keyID: Self.key, nonce: nonce, expires: 60, now: 30)
+        #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 60, now: 31) }
     }
 
     /// Tables of 2 MiB and more come from mmap: growing into them, rebuilding between them and
@@ -187,6 +191,54 @@ import Testing
         for _ in 0..<70_000 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 300, now: 200) }
         #expect(guardian.count <= 100_000)
         try guardian.record(keyID: Self.key, nonce: nonces[0], expires: 300, now: 200)  // expired: usable again
+    }
+
+    /// Issue 11: the guard against a plain dictionary of (key, nonce) → expiry, over 200,000
+    /// random records with time moving on: nonces drawn from a small pool (so replays and
+    /// reuse after expiry are frequent), 40 keys with bounded shares (their counts come and
+    /// go), lifetimes of 1–30 s. Expiry deletes entries from the middle of probe runs all the
+    /// time; an entry lost or misplaced by a deletion would show up as an accepted replay.
+    @Test func agreesWithAModelUnderContinuousExpiry() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 1_000_000, maxShare: 0.9, shardCount: 2)
+        var model: [String: Int64] = [:]
+        var generator = SystemRandomNumberGenerator()
+        let pool = (0..<3000).map { _ in Nonce.random() }
+        var now: Int64 = 1_000
+        var replays = 0
+        for step in 0..<200_000 {
+            if step % 200 == 0 { now += Int64.random(in: 0...2, using: &generator) }
+            let key = "k\(Int.random(in: 0..<40, using: &generator))", nonce = pool.randomElement(using: &generator)!
+            let expires = now + Int64.random(in: 1...30, using: &generator)
+            let name = "\(key) \(nonce)"
+            let live = (model[name] ?? .min) > now
+            do throws(SignCoreError) {
+                try guardian.record(keyID: key, nonce: nonce, expires: expires, now: now)
+                #expect(!live, "a replay was accepted at step \(step)")
+                model[name] = expires
+            } catch {
+                #expect(live && error.code == .replayed, "step \(step): \(error.code)")
+                replays += 1
+            }
+        }
+        #expect(replays > 2_000)
+        #expect(guardian.count <= model.values.filter { $0 > now }.count + 3000)  // expired ones go within a sweep cycle
+    }
+
+    /// Issue 11: a steady state of continuous expiry needs no rebuild: 60 simulated seconds of
+    /// 20,000 records a second with 10-second tokens, after a warm-up of 20 s; the table stays
+    /// about twice the live entries and nothing waits on a full pass.
+    @Test func steadyStateNeedsNoRebuild() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 1_000_000, maxShare: 1, shardCount: 4)
+        var rebuildsAfterWarmUp = 0, scansAfterWarmUp = 0
+        for second in 0..<80 {
+            if second == 20 { (rebuildsAfterWarmUp, scansAfterWarmUp) = (guardian.shards.rebuilds, guardian.shards.scans) }
+            for _ in 0..<20_000 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 1_000 + Int64(second) + 10, now: 1_000 + Int64(second)) }
+        }
+        #expect(guardian.shards.rebuilds == rebuildsAfterWarmUp)
+        #expect(guardian.shards.scans == scansAfterWarmUp)
+        let live = 200_000
+        #expect(guardian.count >= live && guardian.count <= live + live / 4)
+        #expect(guardian.tableBytes <= 16 * 3 * live)
     }
 
     @Test func shardedGuardIsThreadSafe() async throws {
