@@ -93,6 +93,11 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     /// Bytes of the shards' tables (what the guard's memory grows with).
     public var tableBytes: Int { shards.tableBytes }
 
+    /// Table rebuilds so far: each one a pause of its shard in proportion to the shard's live
+    /// entries, which happen only while the number of live nonces grows (or, to shrink, after
+    /// it has fallen by far).
+    public var rebuilds: Int { shards.rebuilds }
+
     /// A (key, nonce) pair as the guard stores it, for a verifier that looks the pair up early.
     struct HashedNonce {
         /// The key's tag.

@@ -39,6 +39,18 @@ struct Bench: AsyncParsableCommand {
         }
 
 
+        var guardRows: [GuardAtScale] = []
+        if selected("replay guard at scale") {
+            print("\nReplay guard at scale (HS256 GET verifies, simulated clock, each verify timed)")
+            // Warm-up past the first expiries, until the tables have settled (see GuardAtScale).
+            let runs = quick ? [(10_000, 60, 61, 5)] : [(100_000, 60, 100, 20), (20_000, 300, 340, 20)]
+            for (rate, lifetime, warmUp, measured) in runs {
+                let row = try GuardAtScale.run(rate: rate, lifetime: lifetime, warmUp: warmUp, measured: measured)
+                print(row.lines)
+                guardRows.append(row)
+            }
+        }
+
         var allocations: [AllocationRow] = []
         for benchCase in try Catalogue.allocationCases(iterations: quick ? 200 : 2000) where selected(benchCase.operation) {
             allocations.append(AllocationRow(operation: benchCase.operation, size: benchCase.size,
@@ -47,7 +59,8 @@ struct Bench: AsyncParsableCommand {
 
         print(Report.summary(rows: rows, allocations: allocations))
         if let json {
-            let report = Report(mode: quick ? "quick" : "full", machine: machine, rows: rows, allocations: allocations)
+            let report = Report(mode: quick ? "quick" : "full", machine: machine, rows: rows, guardAtScale: guardRows,
+                                allocations: allocations)
             try report.write(to: json)
             print("JSON written to \(json)")
         }

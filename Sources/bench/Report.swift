@@ -124,6 +124,7 @@ struct Report: Codable {
     var mode: String
     var machine: Machine
     var rows: [Row]
+    var guardAtScale: [GuardAtScale]
     var allocations: [AllocationRow]
 
     func write(to path: String) throws {
