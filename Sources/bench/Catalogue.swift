@@ -61,6 +61,57 @@ enum Catalogue {
                 })
             }
         }
+        cases += try manyKeyCases() + attackCases()
+        return cases
+    }
+
+    /// Issue 11 §7: a 1000-key set with short ids against one key with a short id (the
+    /// per-key precomputation must hold for every key: at most 5 % slower), and a sign with a
+    /// short id against its tight floor.
+    static func manyKeyCases() throws -> [BenchCase] {
+        let secrets = (0..<1000).map { i in pattern(32).map { $0 ^ UInt8(i & 0xFF) } + [UInt8(i >> 8)] }
+        let keys = try secrets.indices.map { try SigningKey.hmac(secret: secrets[$0], id: "k\($0)") }
+        let get = RequestFixture.all[0]
+        let shortID = try AlgorithmFixture(.hmacSHA256, id: "k1")
+        return [
+            BenchCase(operation: "sign HS256 GET, short key id", size: get.size, target: nil) {
+                (try sign(shortID, get, workers: 1), try shortID.floorSign(get))
+            },
+            BenchCase(operation: "verify HS256 GET, 1000 keys", size: get.size, target: 0.95, floorNote: "1 key") {
+                (try verify(keys: keys, get), try verify(keys: [keys[1]], get))
+            },
+        ]
+    }
+
+    /// Issue 11 §6: what refusing an attack costs, per refusal: forged HS256 and EdDSA tokens
+    /// (a valid token with its signature altered: the whole check runs), replays of accepted
+    /// tokens (the signature is checked before the guard), and tokens of an unknown key id.
+    static func attackCases() throws -> [BenchCase] {
+        let get = RequestFixture.all[0]
+        var cases: [BenchCase] = []
+        for algorithm in [SignatureAlgorithm.hmacSHA256, .ed25519] {
+            let fixture = try AlgorithmFixture(algorithm)
+            cases.append(BenchCase(operation: "refuse forged \(fixture.name) GET", size: get.size, target: nil) {
+                let forged = try signedRequests(fixture.signer(), get, count: 1000).map { request in
+                    var request = request
+                    var token = Array(request.wtoken!.utf8)
+                    token[token.count - 2] = token[token.count - 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+                    request.wtoken = String(decoding: token, as: UTF8.self)
+                    return request
+                }
+                return (refusals(fixture.verifier, forged, .badSignature), nil)
+            })
+        }
+        let hmac = try AlgorithmFixture(.hmacSHA256)
+        cases.append(BenchCase(operation: "refuse replayed HS256 GET", size: get.size, target: nil) {
+            let accepted = try signedRequests(hmac.signer(), get, count: 1000)
+            for request in accepted { _ = try hmac.verifier.verifySynchronously(request) }
+            return (refusals(hmac.verifier, accepted, .replayed), nil)
+        })
+        cases.append(BenchCase(operation: "refuse unknown key id", size: get.size, target: nil) {
+            let stranger = try Signer(key: .generate(.hmacSHA256), lifetime: 10)
+            return (refusals(hmac.verifier, try signedRequests(stranger, get, count: 1000), .unknownKey), nil)
+        })
         return cases
     }
 
@@ -174,6 +225,42 @@ enum Catalogue {
                 }
                 if let failure { fatalError("verify failed: \(failure)") }
                 precondition(batches[worker].count == iterations / workers, "a token could not be signed")
+            }
+        }
+    }
+
+    /// `Verifier.verify` of fresh tokens spread over `keys` (HMAC, short ids), one thread.
+    static func verify(keys: [SigningKey], _ request: RequestFixture) throws -> Timed {
+        let signers = try keys.map { try Signer(key: $0, lifetime: 10) }
+        let verifier = try Verifier(keys: try KeySet(keys.map { try $0.publicOnly() }),
+                                    replayGuard: InMemoryReplayGuard(capacity: 8_000_000, maxShare: 1))
+        return { iterations in
+            let batch = (try? (0..<iterations).map { index in
+                try signedRequests(signers[index % signers.count], request, count: 1)[0]
+            }) ?? []
+            precondition(batch.count == iterations, "a token could not be signed")
+            return await parallel(workers: 1) { _ in
+                for index in batch.indices {
+                    do throws(SignCoreError) { _ = try await verifier.verify(batch[index]) } catch { fatalError("verify failed: \(error)") }
+                }
+            }
+        }
+    }
+
+    /// Verifies `requests` over and over, each refused with `expected`.
+    static func refusals(_ verifier: Verifier, _ requests: [ReceivedRequest], _ expected: SignCoreError.Code) -> Timed {
+        { iterations in
+            await parallel(workers: 1) { _ in
+                var wrong = 0
+                for index in 0..<iterations {
+                    do throws(SignCoreError) {
+                        _ = try await verifier.verify(requests[index % requests.count])
+                        wrong += 1
+                    } catch {
+                        if error.code != expected { wrong += 1 }
+                    }
+                }
+                precondition(wrong == 0, "an attack was not refused with \(expected)")
             }
         }
     }

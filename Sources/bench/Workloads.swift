@@ -46,12 +46,12 @@ final class AlgorithmFixture: @unchecked Sendable {
     private var edSecret: [UInt8] = [], edPublic: [UInt8] = []
     private let p256: OpaquePointer?
 
-    init(_ algorithm: SignatureAlgorithm) throws {
+    init(_ algorithm: SignatureAlgorithm, id: String? = nil) throws {
         let seed = pattern(32).map { $0 &+ UInt8(algorithm.rawValue.utf8.count) &* 7 }
         name = algorithm.rawValue
         switch algorithm {
         case .hmacSHA256:
-            key = try .hmac(secret: seed)
+            key = try .hmac(secret: seed, id: id)
             let prefix = try Self.signingInputPrefix(key)
             hmac = seed.withUnsafeBytes { s in prefix.withUnsafeBytes { bench_hmac_key_new(s.baseAddress, s.count, $0.baseAddress, $0.count) } }
             p256 = nil
