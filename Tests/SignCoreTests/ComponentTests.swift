@@ -127,6 +127,42 @@ import Testing
         }
     }
 
+    /// Issue 11: the shim's block coder (16 characters at a time with SSSE3, the rest byte by
+    /// byte) against Foundation's base64 and the constant-time decoder: every length up to 200
+    /// bytes, and every non-alphabet byte put at every position of a 64-character text (inside
+    /// a block and in the tail), each refused by both decoders.
+    @Test func blockCoderAgreesEverywhere() {
+        func viaShim(_ text: [UInt8]) -> [UInt8]? {
+            text.withUnsafeBytes { raw in
+                withUnsafeTemporaryAllocation(byteCount: raw.count, alignment: 1) { scratch in
+                    var out = ByteWriter(scratch)
+                    return Base64URL.decode(raw, into: &out) ? Array(out.written) : nil
+                }
+            }
+        }
+        for length in 0...200 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
+            let text = Base64URL.encode(bytes)
+            let foundation = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(text == foundation, "\(length)")
+            #expect(viaShim(Array(text.utf8)) == bytes, "\(length)")
+        }
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        let valid = Array(Base64URL.encode((0..<48).map { UInt8($0 * 5) }).utf8)
+        for byte in (0...255).map(UInt8.init) where !alphabet.contains(byte) {
+            for position in valid.indices {
+                var text = valid
+                text[position] = byte
+                #expect(viaShim(text) == nil, "\(byte) at \(position)")
+                #expect(text.withUnsafeBytes { Base64URL.decode($0) } == nil)
+            }
+        }
+        // Unused trailing bits set after whole blocks: a second spelling, refused.
+        #expect(viaShim(Array((String(repeating: "A", count: 32) + "AR").utf8)) == nil)
+        #expect(viaShim(Array((String(repeating: "A", count: 32) + "AQ").utf8)) == Array(repeating: 0, count: 24) + [1])
+    }
+
     /// The two-digits-at-a-time decimal writer agrees with Swift's own at every digit count,
     /// around each power of ten, and at both ends of Int64.
     @Test func decimalsMatchSwiftsDescription() {

@@ -147,6 +147,15 @@ static inline uint8_t sc_base64url_value(uint8_t c) {
     return values[c];
 }
 
+/* base64url without padding (RFC 4648 §5) of public bytes: the token's fields and the whash.
+   SSSE3 does 12 bytes / 16 characters at a time where the CPU has it; the rest byte by byte.
+   Encoding writes encodedLength(n) characters and returns that count. Decoding is strict (only
+   alphabet characters, no padding, a length that is not 1 mod 4, unused trailing bits zero)
+   and returns the byte count, or -1 for any other text; `output` needs room for n * 3 / 4
+   bytes. Key material is decoded in constant time by SignCore instead. */
+size_t sc_base64url_encode(const void *input, size_t n, void *output);
+ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output);
+
 /* ---- Token fields ------------------------------------------------------------------------ */
 
 /* Where `byte` occurs in p[0..<n]: the first `max` positions go to `positions`, in order; the
