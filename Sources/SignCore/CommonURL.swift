@@ -4,13 +4,15 @@ import CSignShim
 /// verifier's hot path).
 ///
 /// Most URLs an API client sends are canonical already, apart from the order of the query
-/// pairs: a lower-case `http`/`https` scheme, a host without port, a path and query made of
-/// unreserved bytes and upper-case escapes of reserved ones. Such a URL is copied as it is
-/// and only its pairs are put in order. The pass gives up (`nil`) at the first byte that
-/// needs any other rule of SPEC §2: a port, an IPv6 host, a dot segment, a lower-case or
-/// needless escape, `+`, a key without `=` or with two, an empty query piece, a fragment, a
-/// byte outside ASCII. The general path then starts over, so the result never depends on
-/// which path produced it (a differential test compares the two).
+/// pairs, the case of hex digits in escapes and `+`: a lower-case `http`/`https` scheme, a
+/// host without port, a path and query made of unreserved bytes, escapes of reserved ones and
+/// `+`. Such a URL is copied as it is, `+` spelled out (`%2B` in the path, `%20` in the
+/// query: at most 16 of them, found in one SSE2 pass first), escapes' hex digits put in upper
+/// case, and its pairs put in order. The pass gives up (`nil`) at the first byte that needs
+/// any other rule of SPEC §2: a port, an IPv6 host, a dot segment, a needless escape, a key
+/// without `=` or with two, an empty query piece, a fragment, a byte outside ASCII. The
+/// general path then starts over, so the result never depends on which path produced it (a
+/// differential test compares the two).
 enum CommonURL {
     /// Query pairs this pass sorts in place; more go the general way.
     static let maxPairs = 16
@@ -22,10 +24,44 @@ enum CommonURL {
         static let equals: UInt8 = 5, ampersand: UInt8 = 6
     }
 
-    /// Writes the canonical form of `input` to `output` (room for `input.count + 1` bytes) and
-    /// returns its length, or nil when the URL is not of the common kind.
+    /// Pluses this pass spells out; more go the general way.
+    static let maxPluses = 16
+
+    /// Writes the canonical form of `input` to `output` (room for `3 * input.count + 8` bytes)
+    /// and returns its length, or nil when the URL is not of the common kind. `spare` has as
+    /// much room again.
     static func write(_ input: UnsafeRawBufferPointer, to output: UnsafeMutableRawPointer,
                       spare: UnsafeMutableRawBufferPointer) -> Int? {
+        guard let p = input.baseAddress, let room = spare.baseAddress else { return nil }
+        let n = input.count
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: maxPluses) { positions -> Int? in
+            let pluses = sc_find_byte(p, n, UInt8(ascii: "+"), positions.baseAddress, maxPluses)
+            if pluses == 0 { return writeWithoutPluses(input, to: output, spare: spare) }
+            // Spell each '+' out in `spare`, then take that as the input (the rest of `spare`
+            // holds the unsorted query while it is sorted).
+            let expanded = n + 2 * pluses
+            guard pluses <= maxPluses, 2 * expanded <= spare.count else { return nil }
+            var question = n
+            var one = 0
+            if sc_find_byte(p, n, UInt8(ascii: "?"), &one, 1) > 0 { question = one }
+            var from = 0, to = 0
+            for k in 0..<pluses {
+                let at = positions[k]
+                (room + to).copyMemory(from: p + from, byteCount: at - from)
+                to += at - from
+                let escape: UInt32 = at < question ? 0x42_32_25 : 0x30_32_25  // "%2B" in the path, "%20" in the query
+                withUnsafeBytes(of: escape.littleEndian) { (room + to).copyMemory(from: $0.baseAddress!, byteCount: 3) }
+                to += 3
+                from = at + 1
+            }
+            (room + to).copyMemory(from: p + from, byteCount: n - from)
+            return writeWithoutPluses(UnsafeRawBufferPointer(start: room, count: expanded), to: output,
+                                      spare: UnsafeMutableRawBufferPointer(rebasing: spare[expanded...]))
+        }
+    }
+
+    private static func writeWithoutPluses(_ input: UnsafeRawBufferPointer, to output: UnsafeMutableRawPointer,
+                                           spare: UnsafeMutableRawBufferPointer) -> Int? {
         guard let p = input.baseAddress else { return nil }
         let n = input.count
         @inline(__always) func byte(_ i: Int) -> UInt8 { p.load(fromByteOffset: i, as: UInt8.self) }
@@ -55,6 +91,7 @@ enum CommonURL {
         guard hostEnd > hostStart, hostEnd - hostStart <= 255 else { return nil }
 
         // Path: already canonical segments; a segment that starts with '.' may be a dot segment.
+        var lowerHex = false  // an escape with a lower-case hex digit, put in upper case below
         let hasPath = i < n && byte(i) == UInt8(ascii: "/")
         while i < n {
             let c = kind(i)
@@ -64,7 +101,7 @@ enum CommonURL {
                 if i &+ 1 < n, byte(i &+ 1) == UInt8(ascii: ".") { return nil }
                 i &+= 1
             } else if c == Class.percent {
-                guard isCanonicalEscape(p, n, i) else { return nil }
+                guard isReservedEscape(p, n, i, lowerHex: &lowerHex) else { return nil }
                 i &+= 3
             } else if c == Class.question {
                 break
@@ -88,6 +125,7 @@ enum CommonURL {
                 output.storeBytes(of: byte(k) | 0x20, toByteOffset: k, as: UInt8.self)
             }
         }
+        if lowerHex { upperCaseEscapes(output, from: hostEnd, to: i + shift) }  // the path's; the query's below
         guard i < n else { return n + shift }
 
         // Query: '&'-separated pairs with exactly one '=' each, then put in key order.
@@ -105,7 +143,7 @@ enum CommonURL {
                     if c <= Class.upperCase {
                         i &+= 1
                     } else if c == Class.percent {
-                        guard isCanonicalEscape(p, n, i) else { return nil }
+                        guard isReservedEscape(p, n, i, lowerHex: &lowerHex) else { return nil }
                         i &+= 3
                     } else if c == Class.equals {
                         guard keyEnd < 0 else { return nil }  // a second '=' is data: %3D
@@ -124,6 +162,7 @@ enum CommonURL {
                 i &+= 1  // '&'
                 guard i < n else { return nil }  // a trailing empty piece
             }
+            if lowerHex { upperCaseEscapes(output, from: pairsStart + shift, to: n + shift) }  // before keys are compared
             CanonicalURL.sortPairs(UnsafeMutableBufferPointer(rebasing: pairs[..<count]),
                                    in: UnsafeMutableRawBufferPointer(start: output + pairsStart + shift, count: n - pairsStart),
                                    offset: pairsStart + shift, spare: spare)
@@ -131,21 +170,40 @@ enum CommonURL {
         }
     }
 
-    /// `%XX` with upper-case hex digits that decode to a reserved byte: the one spelling the
-    /// canonical form keeps. Lower-case hex and escaped unreserved bytes are rewritten by the
-    /// general path.
+    /// `%XX` that decodes to a reserved byte (the canonical form keeps it escaped, in upper
+    /// case: `lowerHex` records a lower-case digit). Escaped unreserved bytes are decoded by
+    /// the general path.
     @inline(__always)
-    private static func isCanonicalEscape(_ p: UnsafeRawPointer, _ n: Int, _ i: Int) -> Bool {
-        guard i &+ 2 < n, let high = upperHexValue(p.load(fromByteOffset: i &+ 1, as: UInt8.self)),
-              let low = upperHexValue(p.load(fromByteOffset: i &+ 2, as: UInt8.self)) else { return false }
+    private static func isReservedEscape(_ p: UnsafeRawPointer, _ n: Int, _ i: Int, lowerHex: inout Bool) -> Bool {
+        guard i &+ 2 < n else { return false }
+        let a = p.load(fromByteOffset: i &+ 1, as: UInt8.self), b = p.load(fromByteOffset: i &+ 2, as: UInt8.self)
+        guard let high = hexValue(a), let low = hexValue(b) else { return false }
+        if a >= UInt8(ascii: "a") || b >= UInt8(ascii: "a") { lowerHex = true }  // both are hex digits
         return !CanonicalURL.isUnreserved(high << 4 | low)
     }
 
-    /// 0–15 for `0-9 A-F`; nil for anything else, lower-case hex included.
+    /// 0–15 for `0-9 A-F a-f`; nil for anything else.
     @inline(__always)
-    private static func upperHexValue(_ c: UInt8) -> UInt8? {
+    private static func hexValue(_ c: UInt8) -> UInt8? {
         if c &- 0x30 < 10 { return c &- 0x30 }
-        if c &- 0x41 < 6 { return c &- 0x41 &+ 10 }
-        return nil
+        let letter = (c | 0x20) &- 0x61
+        return letter < 6 ? letter &+ 10 : nil
+    }
+
+    /// Upper-cases the hex digits of every escape in `output[from..<to]` (only valid escapes
+    /// are there: the scan checked them).
+    private static func upperCaseEscapes(_ output: UnsafeMutableRawPointer, from: Int, to: Int) {
+        var k = from
+        while k < to {
+            if output.load(fromByteOffset: k, as: UInt8.self) == UInt8(ascii: "%") {
+                for digit in (k + 1)...(k + 2) {
+                    let c = output.load(fromByteOffset: digit, as: UInt8.self)
+                    if c >= UInt8(ascii: "a") { output.storeBytes(of: c &- 0x20, toByteOffset: digit, as: UInt8.self) }
+                }
+                k += 3
+            } else {
+                k += 1
+            }
+        }
     }
 }

@@ -7,6 +7,11 @@ public struct KeySet: Sendable {
     /// than by hashing one.
     private var list: [SigningKey] = []
     private static let listLookupLimit = 8
+    /// For more keys, an open-addressing index into `list` (position + 1; 0 is empty), at most
+    /// half full, by `idHash`: a few dozen instructions a lookup, where a Dictionary's SipHash
+    /// of a `KeyID` took hundreds. Unkeyed on purpose: lookups never insert, so a token's id
+    /// can only walk the chains the operator's own key ids made.
+    private var index: [Int32] = []
 
     public init() {}
 
@@ -40,12 +45,14 @@ public struct KeySet: Sendable {
         guard keys[id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
         keys[id] = key
         list.append(key)
+        reindex()
     }
 
     @discardableResult
     public mutating func remove(id: String) -> SigningKey? {
         guard let id = KeyID(id), let removed = keys.removeValue(forKey: id) else { return nil }
         list.removeAll { $0 === removed }
+        reindex()
         return removed
     }
 
@@ -66,8 +73,51 @@ public struct KeySet: Sendable {
                 return nil
             }
         }
-        guard let id = KeyID(id), let key = keys[id] else { return nil }
-        return Unmanaged.passUnretained(key)
+        return index.withUnsafeBufferPointer { index in
+            list.withUnsafeBufferPointer { list in
+                let mask = index.count - 1
+                var place = Int(truncatingIfNeeded: Self.idHash(id)) & mask
+                while index[place] != 0 {
+                    let key = list[Int(index[place]) - 1]
+                    if bytesEqual(key.idBytes, id) { return Unmanaged.passUnretained(key) }
+                    place = (place + 1) & mask
+                }
+                return nil
+            }
+        }
+    }
+
+    private mutating func reindex() {
+        guard list.count > Self.listLookupLimit else { return index = [] }
+        var size = 16
+        while size < 2 * list.count { size *= 2 }
+        var fresh = [Int32](repeating: 0, count: size)
+        for (position, key) in list.enumerated() {
+            var place = Int(truncatingIfNeeded: Self.idHash(key.idBytes)) & (size - 1)
+            while fresh[place] != 0 { place = (place + 1) & (size - 1) }
+            fresh[place] = Int32(position + 1)
+        }
+        index = fresh
+    }
+
+    /// Every byte of an id (1–64), eight at a time, mixed by multiplication.
+    static func idHash(_ id: UnsafeRawBufferPointer) -> UInt64 {
+        var hash = UInt64(truncatingIfNeeded: id.count) &* 0x9E37_79B9_7F4A_7C15
+        guard let base = id.baseAddress else { return hash }
+        var offset = 0
+        while offset < id.count {
+            var word: UInt64 = 0
+            let count = min(8, id.count - offset)
+            if count == 8 {
+                word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            } else {
+                for k in 0..<count { word |= UInt64(base.load(fromByteOffset: offset + k, as: UInt8.self)) << (8 * k) }
+            }
+            hash = (hash ^ word) &* 0xD6E8_FEB8_6659_FD93
+            hash ^= hash >> 32
+            offset += 8
+        }
+        return hash ^ hash >> 29
     }
 
     public var ids: [String] { keys.values.map(\.id).sorted() }

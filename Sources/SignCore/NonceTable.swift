@@ -125,7 +125,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if credits == 0 { credits = borrow() }
         if credits == 0, now != scannedAt { sweepAll(now: now) }
         guard credits > 0 else { return false }
-        if 5 * (used + 1) > 4 * slots.count { try rebuild(now: now) }
+        if 10 * (used + 1) > 7 * slots.count { try rebuild(now: now) }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
         insert(Entry(hash: pair.hash, check: pair.check, expires: expires, keySlot: keySlot))
         credits -= 1

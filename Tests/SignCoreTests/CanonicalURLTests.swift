@@ -42,7 +42,7 @@ import Testing
             }
         }
         let pieces = ["a", "Z9", "-._~", "", ".", "..", ".x", "%2E", "%2e", "%41", "%C3%A9", "%c3%A9", "%2F", "%3D", "%20",
-                      "+", "=", "é", "%", "%G1", "!", " ", "#f", "&", "&&"]
+                      "+", "=", "é", "%", "%G1", "!", " ", "#f", "&", "&&", "%e2%82%ac", "%2b", "a+b", "%7e", "%3d", "++", "%fF"]
         for _ in 0..<20_000 {
             var url = pick(["https://", "http://", "HTTPS://", "http:/", "ftp://", "https://"])
             url += pick(["api.example.com", "API.Example.com", "h", "a_b~c", "", "[::1]", "h:8443", "h:443", "h:", "u@h", "h%41"])
@@ -57,5 +57,21 @@ import Testing
         }
         let common = "https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9"
         #expect(result(common, commonPath: true) == "https://api.example.com/v1/orders?id=42&q=caf%C3%A9&sort=desc")
+        // Lower-case escapes and '+' stay on the one-pass path (issue 11: realistic URLs).
+        for (url, canonical) in [
+            ("https://api.example.com/a+b/caf%c3%a9?q=a+b+c&k%3d=%e2%82%ac", "https://api.example.com/a%2Bb/caf%C3%A9?k%3D=%E2%82%AC&q=a%20b%20c"),
+            ("http://h?b=%2f&a=+", "http://h/?a=%20&b=%2F"),
+        ] {
+            let viaCommon: String? = Array(url.utf8).withUnsafeBytes { raw in
+                withUnsafeTemporaryAllocation(byteCount: 2 * (3 * raw.count + 8), alignment: 8) { scratch in
+                    let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[(3 * raw.count + 8)...])
+                    return CommonURL.write(raw, to: scratch.baseAddress!, spare: spare).map {
+                        String(decoding: UnsafeRawBufferPointer(start: scratch.baseAddress, count: $0), as: UTF8.self)
+                    }
+                }
+            }
+            #expect(viaCommon == canonical, "\(url)")
+            #expect(result(url, commonPath: false) == canonical)
+        }
     }
 }

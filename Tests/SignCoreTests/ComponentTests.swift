@@ -163,6 +163,21 @@ import Testing
         #expect(viaShim(Array((String(repeating: "A", count: 32) + "AQ").utf8)) == Array(repeating: 0, count: 24) + [1])
     }
 
+    /// A large key set is searched through its own index: every key found by its id bytes,
+    /// ids one byte off or absent found nowhere, and the index follows removals.
+    @Test func largeKeySetsFindEveryKey() throws {
+        var keys = try KeySet((0..<1000).map { try SigningKey.hmac(secret: [UInt8](repeating: UInt8($0 % 251), count: 32), id: "k\($0)") })
+        func find(_ id: String) -> String? {
+            var id = id
+            return id.withUTF8 { keys.unretainedKey(id: UnsafeRawBufferPointer($0))?.takeUnretainedValue().id }
+        }
+        for i in 0..<1000 { #expect(find("k\(i)") == "k\(i)") }
+        for id in ["k1000", "k", "K1", "k01", "x\(String(repeating: "y", count: 63))"] { #expect(find(id) == nil, "\(id)") }
+        keys.remove(id: "k500")
+        #expect(find("k500") == nil)
+        #expect(find("k501") == "k501" && find("k499") == "k499")
+    }
+
     /// The two-digits-at-a-time decimal writer agrees with Swift's own at every digit count,
     /// around each power of ten, and at both ends of Int64.
     @Test func decimalsMatchSwiftsDescription() {
