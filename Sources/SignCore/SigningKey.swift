@@ -41,6 +41,18 @@ public final class SigningKey: @unchecked Sendable {
     /// Whether this key can sign (HMAC secrets and private keys can; public keys only verify).
     public var canSign: Bool { secret != nil }
 
+    /// Starts loading the key's secret states into the cache. The verifier calls it as soon as
+    /// the token names the key, so that in a large key set the states arrive while the URL is
+    /// canonicalised and hashed, not when the MAC needs them.
+    func prefetchSecret() {
+        guard let secret, let base = secret.baseAddress else { return }
+        var offset = 0
+        while offset < secret.count {
+            sc_prefetch_for_read(base + offset)
+            offset += 64
+        }
+    }
+
     /// The HMAC inner state after absorbing `signingInputPrefix` (HMAC keys only).
     private var prefixedInnerState: UnsafePointer<sc_sha256_state>? {
         guard algorithm == .hmacSHA256, let base = secret?.baseAddress else { return nil }

@@ -61,8 +61,54 @@ enum Catalogue {
                 })
             }
         }
-        cases += try manyKeyCases() + attackCases()
+        cases += try urlMixCases() + manyKeyCases() + attackCases()
         return cases
+    }
+
+    /// Issue 11 §4: 10,000 distinct URLs of the bench's GET's shape, a third with lower-case
+    /// escapes, a third with '+' in the query, all with their pairs out of order, against the
+    /// one URL of the fast-path rows (at least 0.85 of it).
+    static let mixedURLs: [String] = (0..<10_000).map { i in
+        let q = ["caf%c3%a9", "caf%C3%A9+x", "red+shoes"][i % 3]
+        return "https://api.example.com/v1/orders?id=\(i)&sort=desc&q=\(q)"
+    }
+
+    static func urlMixCases() throws -> [BenchCase] {
+        let hmac = try AlgorithmFixture(.hmacSHA256)
+        let get = RequestFixture.all[0]
+        let mix = RequestFixture(name: "GET", size: "10k URLs", method: .get, url: "", body: [])
+        return [
+            BenchCase(operation: "sign HS256 GET, URL mix", size: mix.size, target: 0.85, floorNote: "one URL") {
+                let signer = try hmac.signer()
+                let timed: Timed = { iterations in
+                    await parallel(workers: 1) { _ in
+                        for index in 0..<iterations {
+                            do throws(SignCoreError) {
+                                _ = try signer.sign(method: .get, url: mixedURLs[index % mixedURLs.count])
+                            } catch { fatalError("sign failed: \(error)") }
+                        }
+                    }
+                }
+                return (timed, try sign(hmac, get, workers: 1))
+            },
+            BenchCase(operation: "verify HS256 GET, URL mix", size: mix.size, target: 0.85, floorNote: "one URL") {
+                let signer = try hmac.signer()
+                let timed: Timed = { iterations in
+                    let batch: [ReceivedRequest] = (try? (0..<iterations).map { index in
+                        var request = get
+                        request.url = mixedURLs[index % mixedURLs.count]
+                        return try signedRequests(signer, request, count: 1)[0]
+                    }) ?? []
+                    precondition(batch.count == iterations, "a token could not be signed")
+                    return await parallel(workers: 1) { _ in
+                        for index in batch.indices {
+                            do throws(SignCoreError) { _ = try await hmac.verifier.verify(batch[index]) } catch { fatalError("verify failed: \(error)") }
+                        }
+                    }
+                }
+                return (timed, try verify(hmac, get, workers: 1))
+            },
+        ]
     }
 
     /// Issue 11 §7: a 1000-key set with short ids against one key with a short id (the

@@ -36,6 +36,9 @@ struct Row: Codable {
     var line: String {
         let floorText = floorOpsPerSecond.map { format($0.median) + (floor == "1 thread" ? " (1T)" : "") } ?? "–"
         var targetText = target.map { String(format: "≥ %.2f %@", $0, met == true ? "met" : "MISSED") } ?? ""
+        if floor != nil, floor != "crypto floor", floor != "1 thread" {
+            targetText += "  (against \(floor!))"
+        }
         if floor == "1 thread" {
             targetText += String(format: "  other load %.2f: %@", otherLoad, otherLoad < Row.quietLoad ? "quiet" : "NOT QUIET, do not quote")
         }

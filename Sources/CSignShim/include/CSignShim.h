@@ -119,6 +119,7 @@ void sc_pages_free(void *pages, size_t length);
 
 /* Starts loading the cache line at p for writing. Never faults, whatever p is: a hint only. */
 static inline void sc_prefetch_for_write(const void *p) { __builtin_prefetch(p, 1, 3); }
+static inline void sc_prefetch_for_read(const void *p) { __builtin_prefetch(p, 0, 3); }
 
 /* ---- base64url (public header fields) ------------------------------------------------- */
 
