@@ -7,7 +7,8 @@ import CSignShim
 /// pairs, the case of hex digits in escapes and `+`: a lower-case `http`/`https` scheme, a
 /// host without port, a path and query made of unreserved bytes, escapes of reserved ones and
 /// `+`. Such a URL is copied as it is, `+` spelled out (`%2B` in the path, `%20` in the
-/// query: at most 16 of them, found in one SSE2 pass first), escapes' hex digits put in upper
+/// query: at most 16 of them, found in an SSE2 pass when the first pass stops at one and then
+/// expanded before a second), escapes' hex digits put in upper
 /// case, and its pairs put in order. The pass gives up (`nil`) at the first byte that needs
 /// any other rule of SPEC §2: a port, an IPv6 host, a dot segment, a needless escape, a key
 /// without `=` or with two, an empty query piece, a fragment, a byte outside ASCII. The
@@ -32,11 +33,13 @@ enum CommonURL {
     /// much room again.
     static func write(_ input: UnsafeRawBufferPointer, to output: UnsafeMutableRawPointer,
                       spare: UnsafeMutableRawBufferPointer) -> Int? {
+        if let count = writeWithoutPluses(input, to: output, spare: spare) { return count }
+        // The pass gave up; if a '+' was among the reasons, spell the pluses out and try again.
         guard let p = input.baseAddress, let room = spare.baseAddress else { return nil }
         let n = input.count
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: maxPluses) { positions -> Int? in
             let pluses = sc_find_byte(p, n, UInt8(ascii: "+"), positions.baseAddress, maxPluses)
-            if pluses == 0 { return writeWithoutPluses(input, to: output, spare: spare) }
+            if pluses == 0 { return nil }
             // Spell each '+' out in `spare`, then take that as the input (the rest of `spare`
             // holds the unsorted query while it is sorted).
             let expanded = n + 2 * pluses

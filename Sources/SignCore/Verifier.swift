@@ -222,25 +222,26 @@ public struct Verifier: Sendable {
 
             // 2. The request: a signable method, a valid URL, no body on a URL-class method.
             let method = try RequestMethod(token: request.method)
-            // 3. The key named by the token, looked up before the URL is canonicalised so that
-            // its secret states load meanwhile (in a large key set they are not in the cache);
-            // a failure is reported in step order, after the request's own checks.
+            // 3. The key named by the token, when the set holds it, found before the URL is
+            // canonicalised so that its secret states load meanwhile (in a large key set they
+            // are not in the cache). Any other outcome is settled in step order, below.
             let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
-            let lookup: Result<Unmanaged<SigningKey>, SignCoreError> = keySet.withObject { set in
-                do throws(SignCoreError) {
-                    return .success(try lookUp(id, in: set.keys, fetched: fetched, cached: &cachedKey, missing: &missingKey))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            if case .success(let found) = lookup { found.withObject { $0.prefetchSecret() } }
+            let inSet = keySet.withObject { $0.keys.unretainedKey(id: id) }
+            inSet?.withObject { $0.prefetchSecret() }
             let key = try withUTF8(of: request.url) { (url) throws(SignCoreError) in
                 try CanonicalURL.withCanonical(url) { (canonical) throws(SignCoreError) in
                     if method.contentClass == .url, !allowsUnsignedBody, !request.body.isEmpty {
                         throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
                     }
                     // The key's algorithm decides how the signature is checked.
-                    let key = try lookup.get()
+                    let key: Unmanaged<SigningKey>
+                    if let inSet {
+                        key = inSet
+                    } else {
+                        key = try keySet.withObject { (set) throws(SignCoreError) in
+                            try lookUp(id, in: set.keys, fetched: fetched, cached: &cachedKey, missing: &missingKey)
+                        }
+                    }
                     try key.withObject { (key) throws(SignCoreError) in
                         parsed(key.replayTag, token.nonce)
                         try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now, key: key)
