@@ -112,6 +112,20 @@ public enum Base64URL {
         return valid
     }
 
+    /// What the public-text decoder (the shim's block coder) makes of `text`, so a fuzzer can
+    /// check it against the constant-time decoder (`FuzzTesting/`).
+    @_spi(Fuzzing)
+    public static func decodePublic(_ text: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let length = decodedLength(text.count) else { return nil }
+        var valid = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+            var writer = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
+            valid = decode(text, into: &writer)
+            count = valid ? writer.count : 0
+        }
+        return valid ? bytes : nil
+    }
+
     /// Appends what canonical unpadded base64url `text` decodes to, in constant time (for key
     /// material, into a buffer the caller wipes); false for anything else.
     static func decodeSecret(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter) -> Bool {
