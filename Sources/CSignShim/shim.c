@@ -414,7 +414,7 @@ void sc_pages_free(void *pages, size_t length) {
     if (pages != NULL) (void)munmap(pages, length);
 }
 
-/* ---- base64url of public bytes, 12 bytes / 16 characters at a time ---------------------- */
+/* ---- base64url decoding of public text, 16 characters / 12 bytes at a time -------------- */
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -429,28 +429,6 @@ static int sc_has_ssse3(void) {
         atomic_store_explicit(&known, value, memory_order_relaxed);
     }
     return value;
-}
-
-/* Whole blocks while 16 input bytes are readable; returns the blocks done. Wojciech Muła's
-   method: spread 12 bytes over 16 lanes, cut 6-bit groups with two multiplies, then map each
-   group to its character by range (the base64url alphabet: '-' for 62, '_' for 63). */
-__attribute__((target("ssse3")))
-static size_t encode_blocks(const uint8_t *in, size_t n, uint8_t *out) {
-    size_t blocks = 0;
-    const __m128i spread = _mm_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
-    const __m128i shifts = _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
-                                         '0' - 52, '0' - 52, '0' - 52, '0' - 52, '-' - 62, '_' - 63, 'A', 0, 0);
-    for (size_t i = 0; i + 16 <= n; i += 12, blocks++) {
-        __m128i v = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + i)), spread);
-        __m128i high = _mm_mulhi_epu16(_mm_and_si128(v, _mm_set1_epi32(0x0fc0fc00)), _mm_set1_epi32(0x04000040));
-        __m128i low = _mm_mullo_epi16(_mm_and_si128(v, _mm_set1_epi32(0x003f03f0)), _mm_set1_epi32(0x01000010));
-        __m128i groups = _mm_or_si128(high, low);
-        /* 0..25 -> 13, 26..51 -> 0, 52..61 -> 1..10, 62 -> 11, 63 -> 12: the index of each shift. */
-        __m128i index = _mm_subs_epu8(groups, _mm_set1_epi8(51));
-        index = _mm_or_si128(index, _mm_and_si128(_mm_cmpgt_epi8(_mm_set1_epi8(26), groups), _mm_set1_epi8(13)));
-        _mm_storeu_si128((__m128i *)(out + 16 * blocks), _mm_add_epi8(_mm_shuffle_epi8(shifts, index), groups));
-    }
-    return blocks;
 }
 
 /* Whole blocks of 16 characters; returns the blocks done, or -1 at a byte outside the
@@ -483,52 +461,6 @@ static ptrdiff_t decode_blocks(const uint8_t *in, size_t n, uint8_t *out) {
     return blocks;
 }
 #endif
-
-static const char sc_base64url_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-size_t sc_base64url_encode(const void *input, size_t n, void *output) {
-    const uint8_t *in = input;
-    uint8_t *out = output;
-    size_t i = 0, o = 0;
-#if defined(__x86_64__)
-    if (sc_has_ssse3()) {
-        size_t blocks = encode_blocks(in, n, out);
-        i = 12 * blocks;
-        o = 16 * blocks;
-        if (i < n) { /* the last 1-15 bytes: 12 of them as one more block, from a zero-filled copy */
-            uint8_t tail[16] = {0}, characters[16];
-            size_t rest = n - i;
-            memcpy(tail, in + i, rest);
-            encode_blocks(tail, 16, characters);
-            if (rest <= 12) {
-                size_t count = (rest * 4 + 2) / 3;
-                memcpy(out + o, characters, count);
-                return o + count;
-            }
-            memcpy(out + o, characters, 16); /* 13-15 bytes: the last 1-3 below */
-            i += 12;
-            o += 16;
-        }
-    }
-#endif
-    for (; i + 3 <= n; i += 3, o += 4) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o] = (uint8_t)sc_base64url_alphabet[v >> 18];
-        out[o + 1] = (uint8_t)sc_base64url_alphabet[v >> 12 & 63];
-        out[o + 2] = (uint8_t)sc_base64url_alphabet[v >> 6 & 63];
-        out[o + 3] = (uint8_t)sc_base64url_alphabet[v & 63];
-    }
-    if (n - i == 1) {
-        out[o++] = (uint8_t)sc_base64url_alphabet[in[i] >> 2];
-        out[o++] = (uint8_t)sc_base64url_alphabet[(in[i] & 3) << 4];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)in[i] << 8 | in[i + 1];
-        out[o++] = (uint8_t)sc_base64url_alphabet[v >> 10];
-        out[o++] = (uint8_t)sc_base64url_alphabet[v >> 4 & 63];
-        out[o++] = (uint8_t)sc_base64url_alphabet[(v & 15) << 2];
-    }
-    return o;
-}
 
 ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
     const uint8_t *in = text;

@@ -127,10 +127,10 @@ import Testing
         }
     }
 
-    /// Issue 11: the shim's block coder (16 characters at a time with SSSE3, the rest byte by
-    /// byte) against Foundation's base64 and the constant-time decoder: every length up to 200
-    /// bytes, and every non-alphabet byte put at every position of a 64-character text (inside
-    /// a block and in the tail), each refused by both decoders.
+    /// Issue 11: the shim's block decoder (16 characters at a time with SSSE3, the tail as one
+    /// padded block) against Foundation's base64 and the constant-time decoder: every length up
+    /// to 200 bytes, and every non-alphabet byte put at every position of a 64-character text
+    /// (inside a block and in the tail), each refused by both decoders.
     @Test func blockCoderAgreesEverywhere() {
         func viaShim(_ text: [UInt8]) -> [UInt8]? {
             text.withUnsafeBytes { raw in
