@@ -513,3 +513,59 @@ ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
     }
     return all < 64 && unused == 0 ? (ptrdiff_t)o : -1;
 }
+
+/* ---- wtoken fields (SPEC §4.1), parsed in one pass ------------------------------------- */
+
+/* Digits only, no sign, no leading zero (except "0" itself), at most 11 digits and `max`;
+   -1 for anything else. */
+static int64_t token_decimal(const uint8_t *digits, int32_t length, int64_t max) {
+    if (length < 1 || length > 11 || (length > 1 && digits[0] == '0')) return -1;
+    int64_t value = 0;
+    unsigned bad = 0;
+    for (int32_t i = 0; i < length; i++) {
+        unsigned digit = (unsigned)digits[i] - '0';
+        bad |= digit > 9;
+        value = value * 10 + (int64_t)(digit & 15);
+    }
+    return bad || value > max ? -1 : value;
+}
+
+/* Decodes a field of exactly `length` characters to exactly `bytes` bytes. */
+static int token_base64(const uint8_t *field, int32_t length, int32_t expected_length, size_t bytes, void *out) {
+    return length == expected_length && sc_base64url_decode(field, (size_t)length, out) == (ptrdiff_t)bytes;
+}
+
+int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
+                   sc_token_fields *out) {
+    const uint8_t *t = text;
+    ptrdiff_t dots[9];
+    size_t found = sc_find_byte(t, n, '.', dots, 9);
+    memset(out, 0, sizeof *out);
+    out->fields = (int32_t)(found > 100 ? 100 : found + 1);
+    out->starts[0] = 0;
+    for (size_t k = 1; k <= found && k <= 9; k++) out->starts[k] = (int32_t)dots[k - 1] + 1;
+    if (found < 9) out->starts[found + 1] = (int32_t)n + 1;
+#define SC_START(k) (out->starts[k])
+#define SC_LENGTH(k) (out->starts[(k) + 1] - 1 - out->starts[k])
+#define SC_FIELD(k) (t + out->starts[k])
+    if (!(SC_LENGTH(0) == 2 && t[0] == 'v' && t[1] == '3')) return SC_TOKEN_VERSION;
+    if (found != 8) return SC_TOKEN_FIELD_COUNT;
+    int32_t key_length = SC_LENGTH(1);
+    if (key_length < 1 || key_length > max_key_id) return SC_TOKEN_KEY_ID;
+    unsigned all = 0;
+    for (int32_t i = 0; i < key_length; i++) all |= sc_base64url_value(SC_FIELD(1)[i]);
+    if (all > 63) return SC_TOKEN_KEY_ID;
+    if ((out->created = token_decimal(SC_FIELD(2), SC_LENGTH(2), max_created)) < 0) return SC_TOKEN_CREATED;
+    if ((out->lifetime = token_decimal(SC_FIELD(3), SC_LENGTH(3), max_lifetime)) < 1) return SC_TOKEN_LIFETIME;
+    if (!token_base64(SC_FIELD(4), SC_LENGTH(4), 22, 16, out->nonce)) return SC_TOKEN_NONCE;
+    if (!token_base64(SC_FIELD(5), SC_LENGTH(5), 8, 6, &out->target)) return SC_TOKEN_TARGET;
+    int32_t signature_length = SC_LENGTH(8);
+    if (signature_length != 43 && signature_length != 86) return SC_TOKEN_SIGNATURE;
+    if (!token_base64(SC_FIELD(8), signature_length, signature_length, signature_length == 43 ? 32 : 64, out->signature))
+        return SC_TOKEN_SIGNATURE;
+    out->signature_length = signature_length == 43 ? 32 : 64;
+    return SC_TOKEN_OK;
+#undef SC_START
+#undef SC_LENGTH
+#undef SC_FIELD
+}

@@ -145,38 +145,36 @@ struct TokenFields {
 
     init(parsing text: UnsafeRawBufferPointer) throws(SignCoreError) {
         guard text.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
-        let fields = FieldBounds(text)
-        let field = { (n: Int) in fields[n] }
-        guard field(0).count == 2, text[0] == UInt8(ascii: "v"), text[1] == UInt8(ascii: "3") else {
-            if fields.count > 1, Self.isVersionField(text[field(0)]) {
+        // The fixed-size fields in one pass in the shim; the checks report in SPEC order.
+        var parsed = sc_token_fields()
+        let result = Int(sc_token_parse(text.baseAddress, text.count, WToken.maxCreated, WToken.maxLifetime,
+                                        Int32(SigningKey.maxKeyIDLength), &parsed))
+        let starts = parsed.starts
+        func field(_ n: Int) -> Range<Int> {
+            withUnsafeBytes(of: starts) { raw in
+                let starts = raw.bindMemory(to: Int32.self)
+                return Int(starts[n])..<(Int(starts[n + 1]) - 1)
+            }
+        }
+        switch result {
+        case Int(SC_TOKEN_VERSION):
+            if parsed.fields > 1, Self.isVersionField(text[field(0)]) {
                 throw SignCoreError(.unsupportedVersion, "the wtoken version is not v3")
             }
             throw Self.malformed("the wtoken does not start with v3.")
+        case Int(SC_TOKEN_FIELD_COUNT): throw Self.malformed("the wtoken must have 9 fields")
+        case Int(SC_TOKEN_KEY_ID): throw Self.malformed("the key id field is not 1-64 base64url characters")
+        case Int(SC_TOKEN_CREATED): throw Self.malformed("the created field is not a decimal number of seconds")
+        case Int(SC_TOKEN_LIFETIME): throw Self.malformed("the lifetime field is not a number of seconds from 1 to 86400")
+        case Int(SC_TOKEN_NONCE): throw Self.malformed("the nonce field is not 16 bytes of base64url")
+        case Int(SC_TOKEN_TARGET): throw Self.malformed("the target field is not 6 bytes of base64url")
+        default: break
         }
-        guard fields.count == 9 else { throw Self.malformed("the wtoken must have 9 fields") }
-
         keyID = field(1)
-        guard (1...SigningKey.maxKeyIDLength).contains(keyID.count),
-              Base64URL.isAlphabet(UnsafeRawBufferPointer(rebasing: text[keyID])) else {
-            throw Self.malformed("the key id field is not 1-64 base64url characters")
-        }
-        guard let created = Self.decimal(text[field(2)], max: WToken.maxCreated) else {
-            throw Self.malformed("the created field is not a decimal number of seconds")
-        }
-        guard let lifetime = Self.decimal(text[field(3)], max: WToken.maxLifetime), lifetime > 0 else {
-            throw Self.malformed("the lifetime field is not a number of seconds from 1 to 86400")
-        }
-        self.created = created
-        self.lifetime = lifetime
-
-        var nonce = Nonce(words: (0, 0))
-        guard field(4).count == 22, Self.decode(text[field(4)], into: &nonce.words) == Nonce.byteCount else {
-            throw Self.malformed("the nonce field is not 16 bytes of base64url")
-        }
-        self.nonce = nonce
-        guard field(5).count == 8, Self.decode(text[field(5)], into: &targetHint) == WToken.targetHintBytes else {
-            throw Self.malformed("the target field is not 6 bytes of base64url")
-        }
+        created = parsed.created
+        lifetime = parsed.lifetime
+        nonce = Nonce(words: (parsed.nonce.0, parsed.nonce.1))
+        targetHint = parsed.target
         let account = field(6)
         let accountValid = account.isEmpty || Base64URL.decodedLength(account.count).map { $0 <= WToken.maxAccountBytes } == true
             && withUnsafeTemporaryAllocation(byteCount: WToken.maxAccountBytes, alignment: 1) { scratch in
@@ -194,43 +192,11 @@ struct TokenFields {
             throw Self.malformed("the headers field is not 0-16 sorted lower-case header names joined by commas")
         }
         coveredCount = headers.isEmpty ? 0 : 1 + headers.reduce(0) { $0 + ($1 == UInt8(ascii: ",") ? 1 : 0) }
-        let signatureText = field(8)
-        guard signatureText.count == 43 || signatureText.count == 86 else {
+        guard result == Int(SC_TOKEN_OK) else {
             throw Self.malformed("the signature field is not 32 or 64 bytes of base64url")
         }
-        signatureByteCount = Self.decode(text[signatureText], into: &signature)
-        guard signatureByteCount == 32 || signatureByteCount == 64 else {
-            throw Self.malformed("the signature field is not 32 or 64 bytes of base64url")
-        }
-    }
-
-    /// Where the first 9 dot-separated fields of a header value lie, in fixed storage.
-    private struct FieldBounds {
-        /// Start of field k, for k in 0...9; the field ends one byte before the next start.
-        private var starts: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        /// Number of fields (may exceed 9; only the first 9 are located).
-        private(set) var count = 1
-
-        init(_ text: UnsafeRawBufferPointer) {
-            var count = 1
-            withUnsafeMutableBytes(of: &starts) { raw in
-                let starts = raw.bindMemory(to: Int.self)
-                guard let first = starts.baseAddress else { return }
-                // The first nine dots go to starts[1...9]; each field starts one byte after its dot.
-                count += sc_find_byte(text.baseAddress, text.count, UInt8(ascii: "."), first + 1, 9)
-                for k in 1..<min(count, 10) { starts[k] += 1 }
-                if count <= 9 { starts[count] = text.count + 1 }
-            }
-            self.count = count
-        }
-
-        /// Field `n` (n < min(count, 9)).
-        subscript(n: Int) -> Range<Int> {
-            withUnsafeBytes(of: starts) { raw in
-                let starts = raw.bindMemory(to: Int.self)
-                return starts[n]..<(starts[n + 1] - 1)
-            }
-        }
+        signature = parsed.signature
+        signatureByteCount = Int(parsed.signature_length)
     }
 
     /// The account's bytes appended to `out` (validated by the parse).
@@ -253,29 +219,6 @@ struct TokenFields {
             appendAccount(in: text, to: &out)
             return out.count
         }
-    }
-
-    /// Decodes base64url into fixed storage; the byte count, or -1 when invalid or too long.
-    private static func decode<T>(_ text: Slice<UnsafeRawBufferPointer>, into storage: inout T) -> Int {
-        withUnsafeMutableBytes(of: &storage) { raw in
-            guard let length = Base64URL.decodedLength(text.count), length <= raw.count else { return -1 }
-            var out = ByteWriter(raw)
-            return Base64URL.decode(UnsafeRawBufferPointer(rebasing: text), into: &out) ? out.count : -1
-        }
-    }
-
-    /// Digits only, no sign, no leading zero (except "0" itself), at most `max`. No branch per
-    /// digit (one check at the end): 11 digits of at most 255 each cannot overflow.
-    private static func decimal(_ field: Slice<UnsafeRawBufferPointer>, max: Int64) -> Int64? {
-        let digits = UnsafeRawBufferPointer(rebasing: field)
-        guard !digits.isEmpty, digits.count <= 11, digits.count == 1 || digits[0] != UInt8(ascii: "0") else { return nil }
-        var value: Int64 = 0, notDigit = false
-        for byte in digits {
-            let digit = byte &- 0x30
-            notDigit = notDigit || digit > 9
-            value = value &* 10 &+ Int64(digit)
-        }
-        return !notDigit && value <= max ? value : nil
     }
 
     /// A version field (§4.1): `v` and 1–3 decimal digits without a leading zero (`v1`, `v2`,

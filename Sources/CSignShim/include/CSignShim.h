@@ -184,6 +184,33 @@ static inline size_t sc_find_byte(const void *p, size_t n, uint8_t byte, ptrdiff
     return found;
 }
 
+/* The fields of a wtoken (SPEC §4.1) in one pass: the dots found with SSE2, the decimals and
+   the base64url fields decoded in place. Returns the first failing check in this order, or
+   SC_TOKEN_OK: the first field is not "v3"; not 9 fields; the key id is not 1-max_key_id
+   alphabet characters; created or lifetime not a canonical decimal in range (lifetime >= 1);
+   the nonce not 22 characters of 16 bytes; the target not 8 of 6; the signature not 43 or 86
+   characters of 32 or 64 bytes. (The account and headers fields, between target and
+   signature, are checked by SignCore, which therefore reports a bad signature field after
+   them.) `starts[k]` is where field k starts and `starts[k + 1] - 1` where it ends, for the
+   first min(fields, 9) fields. The caller bounds n (SignCore: 1024 bytes). */
+typedef struct {
+    int32_t fields;
+    int32_t starts[10];
+    int64_t created, lifetime;
+    uint64_t nonce[2];
+    uint64_t target;
+    uint64_t signature[8];
+    int32_t signature_length;
+} sc_token_fields;
+
+enum {
+    SC_TOKEN_OK = 0, SC_TOKEN_VERSION, SC_TOKEN_FIELD_COUNT, SC_TOKEN_KEY_ID, SC_TOKEN_CREATED,
+    SC_TOKEN_LIFETIME, SC_TOKEN_NONCE, SC_TOKEN_TARGET, SC_TOKEN_SIGNATURE
+};
+
+int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
+                   sc_token_fields *out);
+
 /* ---- URLs (the common-URL pass of canonicalisation) ------------------------------------ */
 
 /* The class of a URL byte for SignCore's common-URL pass, one table load per byte:
