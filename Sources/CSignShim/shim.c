@@ -431,34 +431,61 @@ static int sc_has_ssse3(void) {
     return value;
 }
 
-/* Whole blocks of 16 characters; returns the blocks done, or -1 at a byte outside the
-   alphabet. Each character's value by signed range compares (bytes from 0x80 are negative and
-   fall outside every range), then two multiply-adds pack four 6-bit values into 3 bytes. */
-__attribute__((target("ssse3")))
-static ptrdiff_t decode_blocks(const uint8_t *in, size_t n, uint8_t *out) {
-    ptrdiff_t blocks = 0;
-    const __m128i gather = _mm_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
-    for (size_t i = 0; i + 16 <= n; i += 16, blocks++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(in + i));
+/* One block: 16 characters to 12 bytes at `out` (12 bytes written), or 0 at a byte outside
+   the alphabet. Each character's value by signed range compares (bytes from 0x80 are negative
+   and fall outside every range), then two multiply-adds pack four 6-bit values into 3 bytes. */
+__attribute__((target("ssse3"), always_inline))
+static inline int decode_block(__m128i v, uint8_t *out) {
 #define SC_WITHIN(low, high) _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((low) - 1)), _mm_cmpgt_epi8(_mm_set1_epi8((high) + 1), v))
-        __m128i upper = SC_WITHIN('A', 'Z'), lower = SC_WITHIN('a', 'z'), digit = SC_WITHIN('0', '9');
+    __m128i upper = SC_WITHIN('A', 'Z'), lower = SC_WITHIN('a', 'z'), digit = SC_WITHIN('0', '9');
 #undef SC_WITHIN
-        __m128i dash = _mm_cmpeq_epi8(v, _mm_set1_epi8('-')), underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
-        __m128i valid = _mm_or_si128(_mm_or_si128(upper, lower), _mm_or_si128(digit, _mm_or_si128(dash, underscore)));
-        if (_mm_movemask_epi8(valid) != 0xFFFF) return -1;
-        __m128i offset = _mm_or_si128(
-            _mm_or_si128(_mm_and_si128(upper, _mm_set1_epi8(-'A')), _mm_and_si128(lower, _mm_set1_epi8(26 - 'a'))),
-            _mm_or_si128(_mm_and_si128(digit, _mm_set1_epi8(52 - '0')),
-                         _mm_or_si128(_mm_and_si128(dash, _mm_set1_epi8(62 - '-')), _mm_and_si128(underscore, _mm_set1_epi8(63 - '_')))));
-        __m128i values = _mm_add_epi8(v, offset);
-        __m128i pairs = _mm_maddubs_epi16(values, _mm_set1_epi32(0x01400140));
-        __m128i words = _mm_madd_epi16(pairs, _mm_set1_epi32(0x00011000));
-        __m128i bytes = _mm_shuffle_epi8(words, gather);
-        _mm_storel_epi64((__m128i *)(out + 12 * blocks), bytes);
-        uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(bytes, 8));
-        memcpy(out + 12 * blocks + 8, &last, 4);
+    __m128i dash = _mm_cmpeq_epi8(v, _mm_set1_epi8('-')), underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
+    __m128i valid = _mm_or_si128(_mm_or_si128(upper, lower), _mm_or_si128(digit, _mm_or_si128(dash, underscore)));
+    if (_mm_movemask_epi8(valid) != 0xFFFF) return 0;
+    __m128i offset = _mm_or_si128(
+        _mm_or_si128(_mm_and_si128(upper, _mm_set1_epi8(-'A')), _mm_and_si128(lower, _mm_set1_epi8(26 - 'a'))),
+        _mm_or_si128(_mm_and_si128(digit, _mm_set1_epi8(52 - '0')),
+                     _mm_or_si128(_mm_and_si128(dash, _mm_set1_epi8(62 - '-')), _mm_and_si128(underscore, _mm_set1_epi8(63 - '_')))));
+    __m128i values = _mm_add_epi8(v, offset);
+    __m128i pairs = _mm_maddubs_epi16(values, _mm_set1_epi32(0x01400140));
+    __m128i words = _mm_madd_epi16(pairs, _mm_set1_epi32(0x00011000));
+    __m128i bytes = _mm_shuffle_epi8(words, _mm_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1));
+    _mm_storel_epi64((__m128i *)out, bytes);
+    uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(bytes, 8));
+    memcpy(out + 8, &last, 4);
+    return 1;
+}
+
+/* All of `in` (n not 1 mod 4): whole blocks, then the last 2-15 characters as one more block
+   padded with 'A' (value 0) in a register: loaded as the 16 bytes that end the text when it
+   has that many (shifted into place by a shuffle), else copied. Returns the bytes written, or
+   -1. The unused bits of the last character are checked by the caller. */
+__attribute__((target("ssse3")))
+static ptrdiff_t decode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
+    size_t i = 0, o = 0;
+    uint8_t bytes[12];
+    for (; i + 16 <= n; i += 16, o += 12) {
+        if (!decode_block(_mm_loadu_si128((const __m128i *)(in + i)), out + o)) return -1;
     }
-    return blocks;
+    size_t rest = n - i;
+    if (rest == 0) return (ptrdiff_t)o;
+    __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m128i kept = _mm_cmpgt_epi8(_mm_set1_epi8((char)rest), lanes); /* lanes 0..rest-1 */
+    __m128i tail;
+    if (n >= 16) {
+        /* lane k takes byte 16 - rest + k of the last 16 bytes */
+        __m128i shift = _mm_add_epi8(lanes, _mm_set1_epi8((char)(16 - rest)));
+        tail = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + n - 16)), _mm_and_si128(shift, _mm_set1_epi8(15)));
+    } else {
+        uint8_t copy[16] = {0};
+        for (size_t k = 0; k < rest; k++) copy[k] = in[i + k];
+        tail = _mm_loadu_si128((const __m128i *)copy);
+    }
+    tail = _mm_or_si128(_mm_and_si128(kept, tail), _mm_andnot_si128(kept, _mm_set1_epi8('A')));
+    if (!decode_block(tail, bytes)) return -1;
+    size_t count = rest * 3 / 4;
+    for (size_t k = 0; k < count; k++) out[o + k] = bytes[k];
+    return (ptrdiff_t)(o + count);
 }
 #endif
 
@@ -469,22 +496,11 @@ ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
     size_t i = 0, o = 0;
 #if defined(__x86_64__)
     if (sc_has_ssse3()) {
-        ptrdiff_t blocks = decode_blocks(in, n, out);
-        if (blocks < 0) return -1;
-        i = 16 * (size_t)blocks;
-        o = 12 * (size_t)blocks;
-        if (i == n) return (ptrdiff_t)o;
-        /* The last 2-15 characters as one more block, padded with 'A' (value 0); then the
-           unused bits of the last character must be zero. */
-        uint8_t tail[16], bytes[12];
-        size_t rest = n - i, count = rest * 3 / 4;
-        memset(tail, 'A', sizeof tail);
-        memcpy(tail, in + i, rest);
-        if (decode_blocks(tail, 16, bytes) < 0) return -1;
-        uint8_t last = sc_base64url_value(in[n - 1]);
-        if ((rest % 4 == 2 && (last & 15) != 0) || (rest % 4 == 3 && (last & 3) != 0)) return -1;
-        memcpy(out + o, bytes, count);
-        return (ptrdiff_t)(o + count);
+        ptrdiff_t written = decode_ssse3(in, n, out);
+        if (written < 0 || n == 0) return written;
+        uint8_t last = sc_base64url_value(in[n - 1]); /* a valid character: the block checked it */
+        if ((n % 4 == 2 && (last & 15) != 0) || (n % 4 == 3 && (last & 3) != 0)) return -1;
+        return written;
     }
 #endif
     uint32_t all = 0;
