@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import SignCore
 
@@ -31,7 +32,7 @@ public struct Refusal: Sendable, Equatable {
         }
         if status == .serviceUnavailable { fields[.retryAfter] = String(max(0, retryAfter)) }
         response = HTTPResponse(status: status, headerFields: fields)
-        body = Array(Self.problem(error, status: status).utf8)
+        body = Self.problem(error, status: status)
     }
 
     /// 401 when the signature does not prove this request (or cannot be checked against a
@@ -57,34 +58,25 @@ public struct Refusal: Sendable, Equatable {
 
     /// RFC 9457 with `about:blank` (the status says what kind of problem it is) and extension
     /// members `code`, `name`, `advice`, `retryable` and, for `unknownKey`, `keyID`.
-    static func problem(_ error: SignCoreError, status: HTTPResponse.Status) -> String {
-        var members = [
-            "\"type\":\"about:blank\"",
-            "\"title\":\(json(status.reasonPhrase))",
-            "\"status\":\(status.code)",
-            "\"detail\":\(json(error.detail))",
-            "\"code\":\(error.code.rawValue)",
-            "\"name\":\(json(error.code.name))",
-            "\"advice\":\(json(error.code.advice.rawValue))",
-            "\"retryable\":\(error.isRetryable)",
-        ]
-        if error.code == .unknownKey, let keyID = error.keyID { members.append("\"keyID\":\(json(keyID))") }
-        return "{" + members.joined(separator: ",") + "}"
+    struct Problem: Encodable {
+        var type = "about:blank"
+        var title: String
+        var status: Int
+        var detail: String
+        var code: Int
+        var name: String
+        var advice: String
+        var retryable: Bool
+        var keyID: String?
     }
 
-    /// A JSON string: quotes, backslashes and control characters escaped (RFC 8259 §7).
-    static func json(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+    static func problem(_ error: SignCoreError, status: HTTPResponse.Status) -> [UInt8] {
+        let problem = Problem(title: status.reasonPhrase, status: status.code, detail: error.detail, code: error.code.rawValue,
+                              name: error.code.name, advice: error.code.advice.rawValue, retryable: error.isRetryable,
+                              keyID: error.code == .unknownKey ? error.keyID : nil)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Strings, numbers and a Bool: encoding cannot fail.
+        return (try? encoder.encode(problem)).map(Array.init) ?? Array(#"{"type":"about:blank"}"#.utf8)
     }
 }

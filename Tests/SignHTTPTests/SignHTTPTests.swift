@@ -168,9 +168,6 @@ import Testing
         }
     }
 
-    @Test func problemStringsAreEscaped() {
-        #expect(Refusal.json("a\"b\\c\n\u{1}é") == "\"a\\\"b\\\\c\\u000a\\u0001é\"")
-    }
 
     /// The README's SignHTTP example, as printed there (between the set-up and the checks).
     @Test func readmeExampleRuns() async throws {
