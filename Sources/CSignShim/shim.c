@@ -431,14 +431,24 @@ static int sc_has_ssse3(void) {
     return value;
 }
 
+/* Lanes of v in low...high, as signed bytes (bytes from 0x80 are negative: in no range). */
+static inline __m128i sc_within(__m128i v, char low, char high) {
+    return _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)(low - 1))), _mm_cmpgt_epi8(_mm_set1_epi8((char)(high + 1)), v));
+}
+
+/* All ones in the lanes of v that hold a base64url character. */
+static inline __m128i sc_alphabet_lanes(__m128i v) {
+    return _mm_or_si128(_mm_or_si128(sc_within(v, 'A', 'Z'), sc_within(v, 'a', 'z')),
+                        _mm_or_si128(sc_within(v, '0', '9'), _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')),
+                                                                          _mm_cmpeq_epi8(v, _mm_set1_epi8('_')))));
+}
+
 /* One block: 16 characters to 12 bytes at `out` (12 bytes written), or 0 at a byte outside
    the alphabet. Each character's value by signed range compares (bytes from 0x80 are negative
    and fall outside every range), then two multiply-adds pack four 6-bit values into 3 bytes. */
 __attribute__((target("ssse3"), always_inline))
 static inline int decode_block(__m128i v, uint8_t *out) {
-#define SC_WITHIN(low, high) _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((low) - 1)), _mm_cmpgt_epi8(_mm_set1_epi8((high) + 1), v))
-    __m128i upper = SC_WITHIN('A', 'Z'), lower = SC_WITHIN('a', 'z'), digit = SC_WITHIN('0', '9');
-#undef SC_WITHIN
+    __m128i upper = sc_within(v, 'A', 'Z'), lower = sc_within(v, 'a', 'z'), digit = sc_within(v, '0', '9');
     __m128i dash = _mm_cmpeq_epi8(v, _mm_set1_epi8('-')), underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
     __m128i valid = _mm_or_si128(_mm_or_si128(upper, lower), _mm_or_si128(digit, _mm_or_si128(dash, underscore)));
     if (_mm_movemask_epi8(valid) != 0xFFFF) return 0;
@@ -566,15 +576,9 @@ static int64_t token_decimal(const uint8_t *digits, int32_t length, int64_t max)
    rest through the table. */
 static int token_alphabet(const uint8_t *p, int32_t length) {
     int32_t i = 0;
-#if defined(__SSE2__)
+#if defined(__x86_64__)
     for (; i + 16 <= length; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-#define SC_WITHIN(low, high) _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((low) - 1)), _mm_cmpgt_epi8(_mm_set1_epi8((high) + 1), v))
-        __m128i ok = _mm_or_si128(_mm_or_si128(SC_WITHIN('A', 'Z'), SC_WITHIN('a', 'z')),
-                                  _mm_or_si128(SC_WITHIN('0', '9'), _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')),
-                                                                                _mm_cmpeq_epi8(v, _mm_set1_epi8('_')))));
-#undef SC_WITHIN
-        if (_mm_movemask_epi8(ok) != 0xFFFF) return 0;
+        if (_mm_movemask_epi8(sc_alphabet_lanes(_mm_loadu_si128((const __m128i *)(p + i)))) != 0xFFFF) return 0;
     }
 #endif
     unsigned all = 0;
@@ -594,11 +598,10 @@ int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_
     size_t found = sc_find_byte(t, n, '.', dots, 9);
     out->target = 0;          /* 6 bytes decoded into 8 */
     out->signature_length = 0;
-    out->fields = (int32_t)(found > 100 ? 100 : found + 1);
+    out->fields = (int32_t)found + 1; /* n is bounded by the caller */
     out->starts[0] = 0;
     for (size_t k = 1; k <= found && k <= 9; k++) out->starts[k] = (int32_t)dots[k - 1] + 1;
     if (found < 9) out->starts[found + 1] = (int32_t)n + 1;
-#define SC_START(k) (out->starts[k])
 #define SC_LENGTH(k) (out->starts[(k) + 1] - 1 - out->starts[k])
 #define SC_FIELD(k) (t + out->starts[k])
     if (!(SC_LENGTH(0) == 2 && t[0] == 'v' && t[1] == '3')) return SC_TOKEN_VERSION;
@@ -616,7 +619,6 @@ int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_
         return SC_TOKEN_SIGNATURE;
     out->signature_length = signature_length == 43 ? 32 : 64;
     return SC_TOKEN_OK;
-#undef SC_START
 #undef SC_LENGTH
 #undef SC_FIELD
 }

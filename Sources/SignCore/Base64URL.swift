@@ -120,7 +120,7 @@ public enum Base64URL {
 
     /// Four characters to three bytes at a time; one validity check at the end.
     @inline(__always)
-    static func decode(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter,
+    private static func decode(_ text: UnsafeRawBufferPointer, into out: inout ByteWriter,
                                value: (UInt8) -> UInt32) -> Bool {
         guard let length = decodedLength(text.count) else { return false }
         var valid = false
@@ -159,7 +159,7 @@ public enum Base64URL {
         return valid
     }
 
-    /// What the public-text decoder (the shim's block coder) makes of `text`, so a fuzzer can
+    /// What the public-text decoder (the shim's block decoder) makes of `text`, so a fuzzer can
     /// check it against the constant-time decoder (`FuzzTesting/`).
     @_spi(Fuzzing)
     public static func decodePublic(_ text: UnsafeRawBufferPointer) -> [UInt8]? {

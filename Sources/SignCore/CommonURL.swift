@@ -52,8 +52,10 @@ enum CommonURL {
                 let at = positions[k]
                 (room + to).copyMemory(from: p + from, byteCount: at - from)
                 to += at - from
-                let escape: UInt32 = at < question ? 0x42_32_25 : 0x30_32_25  // "%2B" in the path, "%20" in the query
-                withUnsafeBytes(of: escape.littleEndian) { (room + to).copyMemory(from: $0.baseAddress!, byteCount: 3) }
+                // "%2B" in the path, "%20" in the query
+                room.storeBytes(of: UInt8(ascii: "%"), toByteOffset: to, as: UInt8.self)
+                room.storeBytes(of: UInt8(ascii: "2"), toByteOffset: to + 1, as: UInt8.self)
+                room.storeBytes(of: at < question ? UInt8(ascii: "B") : UInt8(ascii: "0"), toByteOffset: to + 2, as: UInt8.self)
                 to += 3
                 from = at + 1
             }

@@ -8,7 +8,7 @@ public struct KeySet: Sendable {
     private var list: [SigningKey] = []
     private static let listLookupLimit = 8
     /// For more keys, an open-addressing index into `list` (position + 1; 0 is empty), at most
-    /// half full, by `idHash`: a few dozen instructions a lookup, where a Dictionary's SipHash
+    /// half full, by `idHash` (built again when a removal shifts positions or it would pass half): a few dozen instructions a lookup, where a Dictionary's SipHash
     /// of a `KeyID` took hundreds. Unkeyed on purpose: lookups never insert, so a token's id
     /// can only walk the chains the operator's own key ids made.
     private var index: [Int32] = []
@@ -45,7 +45,11 @@ public struct KeySet: Sendable {
         guard keys[id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
         keys[id] = key
         list.append(key)
-        reindex()
+        if list.count > Self.listLookupLimit, 2 * list.count <= index.count {
+            Self.place(list.count, of: key, in: &index)  // room left: one insertion
+        } else {
+            reindex()  // first use or doubling: amortised O(1) per key
+        }
     }
 
     @discardableResult
@@ -87,17 +91,22 @@ public struct KeySet: Sendable {
         }
     }
 
+    /// A new index, at most a quarter full, so the next keys added fit without another.
     private mutating func reindex() {
         guard list.count > Self.listLookupLimit else { return index = [] }
         var size = 16
-        while size < 2 * list.count { size *= 2 }
+        while size < 4 * list.count { size *= 2 }
         var fresh = [Int32](repeating: 0, count: size)
-        for (position, key) in list.enumerated() {
-            var place = Int(truncatingIfNeeded: Self.idHash(key.idBytes)) & (size - 1)
-            while fresh[place] != 0 { place = (place + 1) & (size - 1) }
-            fresh[place] = Int32(position + 1)
-        }
+        for (position, key) in list.enumerated() { Self.place(position + 1, of: key, in: &fresh) }
         index = fresh
+    }
+
+    /// Puts `list` position `number` (1-based) at `key`'s first free place in `index`.
+    private static func place(_ number: Int, of key: SigningKey, in index: inout [Int32]) {
+        let mask = index.count - 1
+        var place = Int(truncatingIfNeeded: idHash(key.idBytes)) & mask
+        while index[place] != 0 { place = (place + 1) & mask }
+        index[place] = Int32(number)
     }
 
     /// Every byte of an id (1–64), eight at a time, mixed by multiplication.

@@ -16,7 +16,7 @@ import Darwin
 /// as the live entries make them). An expired entry therefore lingers at most one cycle of the
 /// cursor, which at any steady rate keeps at most `1/sweepPerRecord` of the table dead. The
 /// table is rebuilt (the one pause, in proportion to the shard's live entries) only when it
-/// grows past 80 % full, to twice its live entries, or when a cycle finds it under an eighth
+/// grows past 70 % full, to twice its live entries, or when a cycle finds it under an eighth
 /// full, to shrink: never in a steady state. When the shard has no budget left it sweeps the
 /// whole table, at most once per second of `now`, so a flood against a full guard cannot make
 /// every verify rescan it.
@@ -40,12 +40,13 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             meta = Self.clamped(expires) | (check & 0xFFF) << 32 | UInt64(keySlot) << 44
         }
 
+        private init(emptyHash: UInt64, meta: UInt64) {
+            hash = emptyHash
+            self.meta = meta
+        }
+
         /// An empty slot: all zero bits, as `calloc` and fresh pages give.
-        static let empty: Entry = {
-            var entry = Entry(hash: 0, check: 0, expires: 0, keySlot: 0)
-            entry.hash = 0
-            return entry
-        }()
+        static let empty = Entry(emptyHash: 0, meta: 0)
 
         static func clamped(_ expires: Int64) -> UInt64 { UInt64(clamping: min(max(expires, 0), 0xFFFF_FFFF)) }
 
@@ -56,7 +57,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         var keySlot: Int { Int(meta >> 44) }
         var isEmpty: Bool { hash == 0 }
 
-        /// Whether this entry holds the pair: 63 bits of keyed hash, 12 check bits and the key slot.
+        /// Whether this entry holds the pair: 63 bits of keyed hash and 12 check bits.
         func holds(hash: UInt64, check: UInt64) -> Bool {
             self.hash == hash | 1 && (meta >> 32) & 0xFFF == check & 0xFFF
         }
@@ -105,7 +106,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         guard expires > droppedThrough else {
             throw SignCoreError(.expired, "the token expired before a time whose nonces the replay guard has already dropped")
         }
-        try sweepSome(now: now)
+        sweepSome(now: now)
         var index = Self.home(hash: pair.hash, size: slots.count)
         while !slots[index].isEmpty {
             if slots[index].holds(hash: pair.hash, check: pair.check) {
@@ -156,8 +157,9 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     /// The incremental sweep: `sweepPerRecord` steps of the cursor, each deleting an expired
     /// entry (whose place the next entry of its run may take, so the cursor stays) or moving
-    /// on. A completed cycle over a table less than an eighth full shrinks it.
-    private mutating func sweepSome(now: Int64) throws(SignCoreError) {
+    /// on. A completed cycle over a table less than an eighth full shrinks it (when the smaller
+    /// table cannot be allocated, the table stays as it is: shrinking never fails a record).
+    private mutating func sweepSome(now: Int64) {
         guard used > 0 else { return }
         for _ in 0..<Self.sweepPerRecord {
             if !slots[cursor].isEmpty, slots[cursor].expires <= now {
@@ -166,7 +168,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
                 cursor += 1
                 if cursor == slots.count {
                     cursor = 0
-                    if 8 * used < slots.count, slots.count > Self.minimumSize { try rebuild(now: now) }
+                    if 8 * used < slots.count, slots.count > Self.minimumSize { try? rebuild(now: now) }
                     return
                 }
             }

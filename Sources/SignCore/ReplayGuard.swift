@@ -23,11 +23,11 @@ public protocol ReplayGuard: Sendable {
 /// - **Sizing**: `capacity` = the peak rate of accepted requests × the longest token lifetime
 ///   (plus the verifier's skew). The default, 6 million, is 100,000 verifies a second of
 ///   60-second tokens, or 20,000 a second of 300-second ones.
-/// - **Identity**: an entry is a 64-bit keyed hash of (key, nonce) with 12 check bits and, when
-///   shares are bounded, the key's slot. Two different pairs in one probe run agree on the
-///   bits that placed them (about 25), so a fresh token is mistaken for a replay with
-///   probability about 2⁻⁵¹ per entry compared, a few per record: at 100,000 verifies a
-///   second, once in several hundred years. Nobody can aim at it: the hash's seed is secret.
+/// - **Identity**: an entry is 63 bits of a keyed hash of (key, nonce) and 12 check bits of the
+///   nonce and key. Two different pairs in one probe run agree on the hash bits that placed
+///   them (up to about 25), so a fresh token is mistaken for a replay with probability about
+///   2⁻⁵⁰ per entry compared, a few per record: at 100,000 verifies a second, about once a
+///   century. Nobody can aim at it: the hash's seed is secret.
 ///
 /// - **Capacity**: refuses (`overloaded`) only when the guard as a whole holds `capacity`
 ///   unexpired nonces. Shards take room from one shared budget in small batches and give it

@@ -176,6 +176,10 @@ import Testing
         keys.remove(id: "k500")
         #expect(find("k500") == nil)
         #expect(find("k501") == "k501" && find("k499") == "k499")
+        // Keys added after a removal (into the index, and past its next growth) are found too.
+        for i in 1000..<3000 { try keys.add(try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 32), id: "k\(i)")) }
+        for i in [0, 499, 501, 999, 1000, 2047, 2999] { #expect(find("k\(i)") == "k\(i)") }
+        #expect(find("k500") == nil && find("k3000") == nil)
     }
 
     /// The two-digits-at-a-time decimal writer agrees with Swift's own at every digit count,

@@ -241,6 +241,54 @@ import Testing
         #expect(guardian.tableBytes <= 16 * 3 * live)
     }
 
+    /// Keys come and go: 3 rounds of 3,000 keys with one nonce each, all expired before the next
+    /// round. A key whose entries are gone gives its counting slot back, and the counts stay
+    /// exact: afterwards a key is still refused exactly past its share.
+    @Test func keyCountsFollowKeysThatComeAndGo() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 10_000, maxShare: 0.1, shardCount: 1)
+        // A key that stays through the churn, its count kept while others leave around it.
+        for _ in 0..<400 { try guardian.record(keyID: "last", nonce: .random(), expires: 1_000, now: 0) }
+        for round in 0..<3 {
+            let now = Int64(100 * round)
+            for key in 0..<3_000 { try guardian.record(keyID: "r\(round)-\(key)", nonce: .random(), expires: now + 10, now: now) }
+        }
+        var accepted = 0
+        while (try? guardian.record(keyID: "last", nonce: .random(), expires: 1_000, now: 500)) != nil { accepted += 1 }
+        #expect(accepted == 600)  // its share is 0.1 of 10,000 in the one shard, 400 already held
+        let error = #expect(throws: SignCoreError.self) { try guardian.record(keyID: "last", nonce: .random(), expires: 1_000, now: 500) }
+        #expect(error?.code == .overloaded)
+        try guardian.record(keyID: "other", nonce: .random(), expires: 1_000, now: 500)
+    }
+
+    /// The per-key counts against a dictionary: 200,000 random adds and removes over 2,000 tags
+    /// (with tags sharing index chains), every count checked; slots of tags that reach zero are
+    /// reused, so the slot numbers stay below the most tags ever held at once.
+    @Test func keyCountsAgreeWithAModel() throws {
+        var counts = KeyCounts()
+        var model: [UInt64: Int] = [:], slots: [UInt64: Int] = [:], held: [(UInt64, Int)] = []
+        var generator = SystemRandomNumberGenerator()
+        let tags = (0..<2_000).map { UInt64($0 % 50) << 7 | UInt64($0) << 20 }  // 50 home places shared
+        var mostAtOnce = 0
+        for _ in 0..<200_000 {
+            if held.isEmpty || Bool.random(using: &generator) {
+                let tag = tags.randomElement(using: &generator)!
+                let slot = try counts.add(tag)
+                #expect(slots[tag] == nil || slots[tag] == slot)
+                slots[tag] = slot
+                model[tag, default: 0] += 1
+                held.append((tag, slot))
+            } else {
+                let (tag, slot) = held.remove(at: Int.random(in: 0..<held.count, using: &generator))
+                counts.remove(slot: slot)
+                model[tag]! -= 1
+                if model[tag] == 0 { model[tag] = nil; slots[tag] = nil }
+            }
+            mostAtOnce = max(mostAtOnce, model.count)
+        }
+        for tag in tags { #expect(counts.count(of: tag) == model[tag] ?? 0) }
+        #expect(slots.values.allSatisfy { $0 >= 1 && $0 <= mostAtOnce })
+    }
+
     @Test func shardedGuardIsThreadSafe() async throws {
         let guardian = try InMemoryReplayGuard(capacity: 100_000)
         let nonces = (0..<2000).map { _ in Nonce.random() }

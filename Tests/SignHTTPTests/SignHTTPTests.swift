@@ -83,6 +83,26 @@ import Testing
         #expect(await code { _ = try await once.verify(ReceivedRequest(received(outgoing), origin: Self.origin)) } == .replayed)
     }
 
+    /// A body hashed as it streamed (its whash only) signs the same request as the whole body.
+    @Test func streamedBodiesSignByTheirWHash() async throws {
+        let signer = try Signer(key: Self.key, coveredHeaders: ["content-type"])
+        let body = Array(repeating: UInt8(ascii: "x"), count: 100_000)
+        var hasher = WHash.BodyHasher()
+        for start in stride(from: 0, to: body.count, by: 4096) {
+            try body[start..<min(start + 4096, body.count)].withUnsafeBytes { try hasher.append($0) }
+        }
+        var outgoing = request(.put, path: "/v1/blobs/7")
+        try signer.sign(&outgoing, bodyWHash: hasher.finalize())
+        _ = try await verifier().verify(ReceivedRequest(received(outgoing), body: .bytes(body), origin: Self.origin))
+        var other = body
+        other[50_000] = UInt8(ascii: "y")
+        #expect(await code { _ = try await verifier().verify(ReceivedRequest(received(outgoing), body: .bytes(other), origin: Self.origin)) } == .whashMismatch)
+        // Without a scheme nothing is signed, whichever way the body comes.
+        var noScheme = request(.put, path: "/v1/blobs/7")
+        noScheme.scheme = nil
+        #expect(await code { try signer.sign(&noScheme, bodyWHash: hasher.finalize()) } == .invalidURL)
+    }
+
     @Test func requestsSignedAgainGetFreshTokens() throws {
         let signer = try Signer(key: Self.key)
         var outgoing = request()
