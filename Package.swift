@@ -1,50 +1,110 @@
 // swift-tools-version:6.0
 import PackageDescription
+import Foundation
+
+// The core (CSignShim, SignCore, SignHTTP, signtool, bench) builds in seconds; the server and client
+// modules below it pull in SwiftNIO, Hummingbird, AsyncHTTPClient and postgres-nio, minutes per build
+// configuration. `SIGNCORE_CORE_ONLY=1` leaves them out of the graph: CI runs the core's release
+// tests that way (with `--scratch-path .build-core`), and so can a developer working on the core.
+let coreOnly = ProcessInfo.processInfo.environment["SIGNCORE_CORE_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
+
+let core: [Target] = [
+    // Thin C calls into libsodium and OpenSSL libcrypto (Debian: libsodium-dev, libssl-dev).
+    .target(
+        name: "CSignShim",
+        linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]
+    ),
+    // The engine: canonical form, whash, wtoken, keys, signer, verifier, replay guard.
+    .target(name: "SignCore", dependencies: ["CSignShim"]),
+    // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
+    .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+    // Loads and checks the JSON vectors of Vectors/ (Foundation allowed: not the hot path).
+    .target(name: "SignCoreVectors", dependencies: ["SignCore"]),
+    .executableTarget(
+        name: "signtool",
+        dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+    ),
+    // The benchmark's crypto floors (raw libsodium/OpenSSL) and its allocation counter.
+    .target(name: "CBench", dependencies: ["CSignShim"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
+    .executableTarget(
+        name: "bench",
+        dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+    ),
+    // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
+    .executableTarget(name: "instructions", dependencies: ["SignCore"]),
+    .testTarget(
+        name: "SignHTTPTests",
+        dependencies: ["SignHTTP", "SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]
+    ),
+    .testTarget(
+        name: "SignCoreTests",
+        dependencies: ["SignCore", "SignCoreVectors", "CSignShim"]
+    ),
+]
+
+let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
+let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
+
+let servers: [Target] = [
+    // Hummingbird 2 middleware: verify per route policy, identity in the request context.
+    .target(name: "SignHummingbird", dependencies: ["SignCore", "SignHTTP", hummingbird, httpTypes, logging, metrics]),
+    // The replay guard (and later stores) on PostgreSQL, shared by a fleet of verifiers.
+    .target(name: "SignPostgres", dependencies: ["SignCore", .product(name: "PostgresNIO", package: "postgres-nio"), logging]),
+    // Signing clients: URLSession, AsyncHTTPClient, the OpenAPI runtime.
+    .target(name: "SignURLSession", dependencies: ["SignCore", "SignHTTP", httpTypes,
+                                                   .product(name: "HTTPTypesFoundation", package: "swift-http-types")]),
+    .target(name: "SignAsyncHTTPClient", dependencies: ["SignCore", "SignHTTP", httpTypes,
+                                                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                                                        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                        .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")]),
+    .target(name: "SignOpenAPI", dependencies: ["SignCore", "SignHTTP", httpTypes,
+                                                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]),
+    .testTarget(name: "SignServerTests", dependencies: [
+        "SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI",
+        hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes, logging, metrics,
+        .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+    ]),
+]
+
+var products: [Product] = [
+    .library(name: "SignCore", targets: ["SignCore"]),
+    .library(name: "SignHTTP", targets: ["SignHTTP"]),
+    .executable(name: "signtool", targets: ["signtool"]),
+    .executable(name: "bench", targets: ["bench"]),
+]
+var dependencies: [Package.Dependency] = [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+]
+if !coreOnly {
+    products += [
+        .library(name: "SignHummingbird", targets: ["SignHummingbird"]),
+        .library(name: "SignPostgres", targets: ["SignPostgres"]),
+        .library(name: "SignURLSession", targets: ["SignURLSession"]),
+        .library(name: "SignAsyncHTTPClient", targets: ["SignAsyncHTTPClient"]),
+        .library(name: "SignOpenAPI", targets: ["SignOpenAPI"]),
+    ]
+    dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+    ]
+}
 
 let package = Package(
     name: "SignCore",
-    products: [
-        .library(name: "SignCore", targets: ["SignCore"]),
-        .library(name: "SignHTTP", targets: ["SignHTTP"]),
-        .executable(name: "signtool", targets: ["signtool"]),
-        .executable(name: "bench", targets: ["bench"]),
-    ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-    ],
-    targets: [
-        // Thin C calls into libsodium and OpenSSL libcrypto (Debian: libsodium-dev, libssl-dev).
-        .target(
-            name: "CSignShim",
-            linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]
-        ),
-        // The engine: canonical form, whash, wtoken, keys, signer, verifier, replay guard.
-        .target(name: "SignCore", dependencies: ["CSignShim"]),
-        // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
-        .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
-        // Loads and checks the JSON vectors of Vectors/ (Foundation allowed: not the hot path).
-        .target(name: "SignCoreVectors", dependencies: ["SignCore"]),
-        .executableTarget(
-            name: "signtool",
-            dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-        ),
-        // The benchmark's crypto floors (raw libsodium/OpenSSL) and its allocation counter.
-        .target(name: "CBench", dependencies: ["CSignShim"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
-        .executableTarget(
-            name: "bench",
-            dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-        ),
-        // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
-        .executableTarget(name: "instructions", dependencies: ["SignCore"]),
-        .testTarget(
-            name: "SignHTTPTests",
-            dependencies: ["SignHTTP", "SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]
-        ),
-        .testTarget(
-            name: "SignCoreTests",
-            dependencies: ["SignCore", "SignCoreVectors", "CSignShim"]
-        ),
-    ],
+    products: products,
+    dependencies: dependencies,
+    targets: core + (coreOnly ? [] : servers),
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,42 @@
+import HTTPTypes
+import SignCore
+
+/// When a client sends a signed request again (SPEC §7.1): only when the server could not decide
+/// (503, the replay guard or a store unavailable), after its `Retry-After` when that is short
+/// enough, and every attempt signed afresh (a resent token would be a replay). A refusal of the
+/// signature itself (401) is never retried blindly: signing the same request again gives the same
+/// verdict. Transport errors are the caller's: a POST that may have arrived is not resent.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Attempts in all, the first included.
+    public var maxAttempts: Int
+    /// The longest `Retry-After` honoured; a longer one ends the attempts with that response.
+    public var maxDelay: Duration
+
+    public init(maxAttempts: Int = 3, maxDelay: Duration = .seconds(5)) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.maxDelay = maxDelay
+    }
+
+    public static let never = RetryPolicy(maxAttempts: 1)
+
+    /// How long to wait before attempt `attempt + 1` after a response, or nil to stop.
+    public func delay(status: Int, retryAfter: String?, attempt: Int) -> Duration? {
+        guard attempt < maxAttempts, status == 503 else { return nil }
+        // RFC 9110 §10.2.3: delay-seconds (an HTTP-date is not worth trusting a clock for: 1 s).
+        let seconds = retryAfter.flatMap { Int($0.filter { $0 != " " && $0 != "\t" }) } ?? 1
+        let delay = Duration.seconds(max(0, seconds))
+        return delay <= maxDelay ? delay : nil
+    }
+
+    /// Runs `attempt` (given its number, from 1) until a response needs no retry or the
+    /// attempts are spent; returns the last response.
+    public func run<Response>(_ attempt: (Int) async throws -> (response: Response, status: Int, retryAfter: String?)) async throws -> Response {
+        var number = 1
+        while true {
+            let outcome = try await attempt(number)
+            guard let delay = delay(status: outcome.status, retryAfter: outcome.retryAfter, attempt: number) else { return outcome.response }
+            try await Task.sleep(for: delay)
+            number += 1
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+import SignCore
+import SignHTTP
+
+/// Verifies every request's whash and wtoken (SPEC §5) before the handler runs, as the route's
+/// policy asks: `require` refuses a request that fails with its reason (SPEC §7.1), `monitor`
+/// logs the verdict and lets the request through, `off` does nothing. A verified request's
+/// signature goes into the context (`context.signature`).
+///
+/// Bodies are buffered up to a limit, or streamed (`BodyHandling`): then the handler reads the
+/// body as it arrives while it is hashed, and its last chunk is released only when the digest
+/// matches the signed whash; otherwise reading the body fails with `whashMismatch`, so a handler
+/// never sees a complete tampered body.
+///
+/// Audit lines go to the request's logger (verdict, code, key id, account, route pattern; never a
+/// token, a body, a URL or a header value); counters per verdict and code and a verify-latency
+/// timer go to swift-metrics.
+public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
+    public let verifier: Verifier
+    public let origin: ServerOrigin
+    public let names: SignHeaderNames
+    public let policy: RoutePolicy
+    public let body: BodyHandling
+    let audit: SignatureAudit
+
+    /// - Parameters:
+    ///   - origin: the scheme (and, when fixed, the authority) clients sign for.
+    ///   - metricsFactory: where counters and the timer go (`MetricsSystem.factory` by default).
+    public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
+                names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
+        self.verifier = verifier
+        self.origin = origin
+        self.policy = policy
+        self.body = body
+        self.names = names
+        self.audit = SignatureAudit(factory: metricsFactory ?? MetricsSystem.factory)
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let (requirement, route) = policy.requirement(method: request.method, path: request.uri.path)
+        if requirement == .off { return try await next(request, context) }
+        var request = request
+        var context = context
+        let started = ContinuousClock.now
+        do {
+            let bodyWHash = try await prepareBody(of: &request, context: context, requirement: requirement, route: route)
+            let received = try ReceivedRequest(request.head, body: .whash(bodyWHash), origin: origin, names: names)
+            let verified = try await verifier.verify(received)
+            audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
+            context.signature = verified
+        } catch {
+            audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
+            if requirement == .require { return Self.response(for: error) }
+        }
+        return try await next(request, context)
+    }
+
+    /// Makes the request's body readable again after verification, and returns the whash the
+    /// verifier checks: of the collected body (hashed in place, not copied) or, for a streamed
+    /// body-class request, the one its whash header claims, which the wrapped body then checks.
+    private func prepareBody(of request: inout Request, context: Context, requirement: SignatureRequirement,
+                             route: String) async throws(SignCoreError) -> SHA256Digest {
+        let method = try RequestMethod(token: request.method.rawValue)
+        switch body {
+        case .streamed(let limit) where method.contentClass == .body:
+            guard let sent = request.headers[names.whash] else {
+                throw SignCoreError(.missingHeader, "the request has no whash header")
+            }
+            guard let claimed = SHA256Digest(base64url: sent) else {
+                throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
+            }
+            let audit = self.audit
+            let logger = context.logger
+            let checked = WHashCheckedBody(request.body, expected: claimed, limit: limit, enforce: requirement == .require) { error in
+                audit.refused(error, requirement: requirement, route: route, logger: logger, elapsed: nil)
+            }
+            request.body = RequestBody(asyncSequence: checked)
+            return claimed
+        case .streamed(let limit), .buffered(let limit):
+            let collected: ByteBuffer
+            do {
+                collected = try await request.body.collect(upTo: Int(clamping: limit))
+            } catch {
+                throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
+            }
+            request.body = RequestBody(buffer: collected)
+            return collected.withUnsafeReadableBytes { WHash.ofBody($0) }
+        }
+    }
+
+    /// The refusal as a Hummingbird response (status, fields and problem document of SPEC §7.1).
+    public static func response(for error: SignCoreError) -> Response { Response(Refusal(error)) }
+}
+
+extension Response {
+    /// A refusal's status, header fields and problem document (SPEC §7.1).
+    public init(_ refusal: Refusal) {
+        self.init(status: refusal.response.status, headers: refusal.response.headerFields,
+                  body: ResponseBody(byteBuffer: ByteBuffer(bytes: refusal.body)))
+    }
+}
+
+/// A SignCore error thrown by a handler (a streamed body that failed its whash while the handler
+/// read it) becomes its refusal, not a bare 500.
+extension SignCoreError: HTTPResponseError {
+    public var status: HTTPResponse.Status { Refusal.status(for: code) }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(Refusal(self))
+    }
+}
+
+/// How the middleware reads a request body before verifying it.
+public enum BodyHandling: Sendable, Equatable {
+    /// Collected in memory, up to `limit` bytes (a larger body is refused `bodyTooLarge`, 413).
+    case buffered(limit: Int64 = 1 << 20)
+    /// For POST, PUT and PATCH: the token is checked against the whash header first, then the body
+    /// reaches the handler as it arrives, hashed on the way, up to `limit` bytes; its last chunk is
+    /// released only when the digest matches. Needs the whash header. Other methods are buffered.
+    case streamed(limit: Int64 = .max)
+}

@@ -1,0 +1,63 @@
+import Hummingbird
+import SignCore
+
+/// A streamed body checked against the whash its token signed (SPEC §3.3, §5 step 6): chunks
+/// pass through as they arrive, hashed on the way, but the latest chunk is held back until the
+/// next one arrives, and the last is released only when the whole body's digest matches.
+/// Otherwise iteration throws `whashMismatch` (or `bodyTooLarge` past `limit`) and whoever reads
+/// the body never holds all of it. With `enforce` false (a `monitor` route) a mismatch is only
+/// reported and the body completes.
+struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    typealias Element = ByteBuffer
+
+    let base: Base
+    let expected: SHA256Digest
+    let limit: Int64
+    let enforce: Bool
+    let onMismatch: @Sendable (SignCoreError) -> Void
+
+    init(_ base: Base, expected: SHA256Digest, limit: Int64, enforce: Bool, onMismatch: @escaping @Sendable (SignCoreError) -> Void) {
+        self.base = base
+        self.expected = expected
+        self.limit = limit
+        self.enforce = enforce
+        self.onMismatch = onMismatch
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), body: self, hasher: WHash.BodyHasher(limit: UInt64(Swift.max(0, limit))))
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let body: WHashCheckedBody
+        var hasher: WHash.BodyHasher
+        var held: ByteBuffer?
+        var finished = false
+
+        mutating func next() async throws -> ByteBuffer? {
+            if finished { return nil }
+            while let chunk = try await base.next() {
+                do {
+                    try chunk.withUnsafeReadableBytes { (bytes) throws(SignCoreError) in try hasher.append(bytes) }
+                } catch {
+                    finished = true
+                    body.onMismatch(error)
+                    if body.enforce { throw error }
+                }
+                if chunk.readableBytes == 0 { continue }
+                let previous = held
+                held = chunk
+                if let previous { return previous }
+            }
+            finished = true
+            if hasher.finalize() != body.expected {
+                let error = SignCoreError(.whashMismatch, "the whash header does not match the request content")
+                body.onMismatch(error)
+                if body.enforce { throw error }
+            }
+            defer { held = nil }
+            return held
+        }
+    }
+}

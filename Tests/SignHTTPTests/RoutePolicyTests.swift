@@ -1,0 +1,50 @@
+import HTTPTypes
+import SignCore
+import SignHTTP
+import Testing
+
+@Suite struct RoutePolicyTests {
+    let policy = RoutePolicy([
+        try! .init("/health", .off),
+        try! .init("GET,HEAD /public/**", .off),
+        try! .init("/users/*/avatar", .monitor),
+        try! .init("POST /v1/**", .require),
+    ], fallback: .monitor)
+
+    func requirement(_ method: HTTPRequest.Method, _ path: String) -> SignatureRequirement {
+        policy.requirement(method: method, path: path).signature
+    }
+
+    @Test func firstMatchingRuleWins() {
+        #expect(requirement(.get, "/health") == .off)
+        #expect(requirement(.post, "/health?probe=1") == .off)
+        #expect(requirement(.get, "/health/deep") == .monitor, "a literal pattern matches that path only")
+        #expect(requirement(.get, "/public") == .off && requirement(.head, "/public/a/b/c") == .off)
+        #expect(requirement(.post, "/public/a") == .monitor, "methods restrict a rule")
+        #expect(policy.requirement(method: .get, path: "/users/7/avatar").route == "/users/*/avatar")
+        #expect(policy.requirement(method: .get, path: "/users/7/8/avatar").route == "*", "* is one segment")
+        #expect(requirement(.post, "/v1/orders") == .require)
+        #expect(policy.requirement(method: .post, path: "/v1/orders").route == "POST /v1/**")
+        #expect(policy.requirement(method: .get, path: "/elsewhere").route == "*")
+        #expect(RoutePolicy.requireAll.requirement(method: .get, path: "/").signature == .require)
+    }
+
+    /// Paths that servers resolve differently never borrow a rule: they get the fallback.
+    @Test func pathsNotInPlainFormGetTheFallback() {
+        let strict = RoutePolicy([try! .init("/public/**", .off)])
+        for path in ["/public/../admin", "/public/./x", "/public//x", "/public/%2e%2e/admin", "/public/%2E%2E/admin",
+                     "/public%2fadmin", "/public/x%5c..", "/public\\..\\admin", "public/x", "", "/public/x/.."] {
+            #expect(strict.requirement(method: .get, path: path).signature == .require, "\(path)")
+        }
+        #expect(strict.requirement(method: .get, path: "/public/x/").signature == .off)
+        #expect(strict.requirement(method: .get, path: "/public/a%20b").signature == .off)
+    }
+
+    @Test func badRulesAreConfigurationErrors() {
+        for (route, why) in [("public/**", "no leading slash"), ("/a/**/b", "** not last"), ("/a*", "partial wildcard"),
+                             ("/a/../b", "dot segment"), ("get /a", "lower-case method"), ("GET POST /a", "three parts"),
+                             ("GET, /a", "empty method"), ("/" + String(repeating: "a", count: 2000), "too long")] {
+            #expect(throws: SignCoreError.self, "\(why)") { _ = try RoutePolicy.Rule(route, .off) }
+        }
+    }
+}
