@@ -58,7 +58,13 @@ public final class PostgresReplayGuard: ReplayGuard {
         var sweptBefore: Int64 = .min
         var nextSweep: Int64 = .min
         var sweeping = false
+        var statements = 0
+        var records = 0
     }
+
+    /// Insert statements sent and records they carried, since the guard was made: how well
+    /// concurrent records are batched (records / statements).
+    public var batching: (statements: Int, records: Int) { state.withLock { ($0.statements, $0.records) } }
 
     /// - Parameter client: a `PostgresClient` that the caller runs (`await client.run()`, or in a
     ///   `ServiceGroup`); the guard only sends statements through it.
@@ -145,7 +151,7 @@ public final class PostgresReplayGuard: ReplayGuard {
             let batch = state.withLock { state -> [Pending] in
                 let batch = Array(state.pending.prefix(configuration.maxBatch))
                 state.pending.removeFirst(batch.count)
-                if batch.isEmpty { state.batchesInFlight -= 1 }
+                if batch.isEmpty { state.batchesInFlight -= 1 } else { state.statements += 1; state.records += batch.count }
                 return batch
             }
             if batch.isEmpty { return }

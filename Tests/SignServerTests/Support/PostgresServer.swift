@@ -1,0 +1,125 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A real PostgreSQL server for one test, from Debian's `postgresql` package (scripts/setup
+/// installs it): initdb in a temporary folder, a free loopback port, stopped and removed by
+/// `stop()`. As root (CI) the server runs as the `postgres` user, which PostgreSQL requires.
+final class PostgresServer: Sendable {
+    let port: Int
+    let directory: String
+    let binaries: String
+    let user = "signcore"
+
+    enum Failure: Error, CustomStringConvertible {
+        case notInstalled, command(String, Int32, String)
+        var description: String {
+            switch self {
+            case .notInstalled: "PostgreSQL's server is not installed (scripts/setup installs Debian's postgresql)"
+            case .command(let what, let status, let output): "\(what) exited \(status): \(output)"
+            }
+        }
+    }
+
+    static func start() throws -> PostgresServer {
+        let root = "/usr/lib/postgresql"
+        guard let version = try? FileManager.default.contentsOfDirectory(atPath: root).sorted().last else { throw Failure.notInstalled }
+        let server = PostgresServer(port: try freePort(), directory: NSTemporaryDirectory() + "signcore-pg-\(UUID().uuidString)",
+                                    binaries: "\(root)/\(version)/bin")
+        try FileManager.default.createDirectory(atPath: server.directory, withIntermediateDirectories: true)
+        if getuid() == 0 { try run("/bin/chown", ["postgres:postgres", server.directory]) }
+        try server.asOwner("initdb", ["-D", server.directory + "/data", "-U", server.user, "-A", "trust", "--no-sync", "-E", "UTF8"])
+        try server.startAgain()
+        return server
+    }
+
+    private init(port: Int, directory: String, binaries: String) {
+        self.port = port
+        self.directory = directory
+        self.binaries = binaries
+    }
+
+    /// Starts the server (again, after `kill()`), on the same port, and waits until it accepts connections.
+    func startAgain() throws {
+        let options = "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(directory) -c fsync=off -c max_connections=100"
+        try asOwner("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-o", options, "-w", "-t", "30", "start"])
+    }
+
+    /// Stops the server at once, as a crash would (connections cut, no checkpoint).
+    func kill() throws {
+        try asOwner("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+    }
+
+    func stop() {
+        try? asOwner("pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    var configuration: PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port, username: user, password: nil,
+                                                         database: "postgres", tls: .disable)
+        configuration.options.connectTimeout = .seconds(2)
+        return configuration
+    }
+
+    private func asOwner(_ tool: String, _ arguments: [String]) throws {
+        if getuid() == 0 {
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", "\(binaries)/\(tool)"] + arguments)
+        } else {
+            try Self.run("\(binaries)/\(tool)", arguments)
+        }
+    }
+
+    /// Runs a tool to its end with posix_spawn and waitpid (Foundation's Process waits on a run
+    /// loop that test threads do not run). Its output goes to a file, not a pipe: `pg_ctl start`
+    /// leaves the server holding the descriptors it was given.
+    private static func run(_ executable: String, _ arguments: [String]) throws {
+        let outputPath = NSTemporaryDirectory() + "signcore-pg-output-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw Failure.command(executable, spawned, "could not start") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        guard exitStatus == 0 else {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            throw Failure.command(URL(fileURLWithPath: executable).lastPathComponent + " " + (arguments.first ?? ""), exitStatus, text)
+        }
+    }
+}
+
+/// A loopback TCP port nothing listens on now (the kernel's pick for port 0).
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EMFILE) }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Runs `body` with a PostgresClient for `server`, running while `body` does.
+func withPostgresClient<T: Sendable>(_ server: PostgresServer, _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    let client = PostgresClient(configuration: server.configuration, backgroundLogger: Logger(label: "pg", factory: { _ in SwiftLogNoOpLogHandler() }))
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { await client.run(); return nil }
+        defer { group.cancelAll() }
+        return try await body(client)
+    }
+}
