@@ -61,12 +61,24 @@ let servers: [Target] = [
                                                         .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")]),
     .target(name: "SignOpenAPI", dependencies: ["SignCore", "SignHTTP", httpTypes,
                                                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]),
+    // The verifying reverse proxy.
+    .target(name: "SignGateway", dependencies: ["SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
+                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                                                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                                                .product(name: "PostgresNIO", package: "postgres-nio"),
+                                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                                                .product(name: "UnixSignals", package: "swift-service-lifecycle")]),
+    .executableTarget(name: "signd", dependencies: ["SignGateway", "SignCore", logging, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
     .testTarget(name: "SignServerTests", dependencies: [
-        "SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI",
+        "SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignGateway",
         hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes, logging, metrics,
         .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-        .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
     ]),
 ]
 
@@ -87,6 +99,7 @@ if !coreOnly {
         .library(name: "SignURLSession", targets: ["SignURLSession"]),
         .library(name: "SignAsyncHTTPClient", targets: ["SignAsyncHTTPClient"]),
         .library(name: "SignOpenAPI", targets: ["SignOpenAPI"]),
+        .executable(name: "signd", targets: ["signd"]),
     ]
     dependencies += [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),

@@ -1,0 +1,177 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+import SignCore
+import SignHTTP
+import SignHummingbird
+import SignPostgres
+
+/// signd: a verifying reverse proxy. Requests are answered at the health path, verified as the
+/// route policy says (SignatureMiddleware), then forwarded upstream with the verified identity
+/// (ProxyMiddleware). Runs as a Service: graceful shutdown stops accepting, lets requests in
+/// flight finish, then closes the upstream and database connections.
+public final class Gateway: Service {
+    public let configuration: GatewayConfiguration
+    public let verifier: Verifier
+    let logger: Logger
+    let postgres: PostgresClient?
+    let postgresGuard: PostgresReplayGuard?
+    let signature: SignatureMiddleware<BasicSignatureRequestContext>
+    let origin: ServerOrigin
+    let names: SignHeaderNames
+    let identity: ProxyMiddleware<BasicSignatureRequestContext>.IdentityFields
+    let onListening: @Sendable (Int) async -> Void
+
+    /// Checks the configuration and loads the keys; nothing listens until `run`.
+    /// - Parameter onListening: called with the port once signd listens (a `listen` port of 0
+    ///   picks a free one).
+    public init(configuration: GatewayConfiguration, logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws(SignCoreError) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onListening = onListening
+        _ = try Self.address(configuration.listen)
+        try Self.checkUpstream(configuration.upstream)
+        let keys = try KeyReloader.load(configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys)
+        let replayGuard: any ReplayGuard
+        switch configuration.replay.store {
+        case "memory":
+            replayGuard = try InMemoryReplayGuard(capacity: configuration.replay.capacity)
+            postgres = nil
+            postgresGuard = nil
+        case "postgres":
+            guard let settings = configuration.replay.postgres else {
+                throw SignCoreError(.invalidConfiguration, "configuration: replay.postgres is needed for the postgres store")
+            }
+            var pg = PostgresClient.Configuration(host: settings.host, port: settings.port, username: settings.username,
+                                                  password: try settings.passwordFile.map(Self.readPassword), database: settings.database,
+                                                  tls: .disable)
+            pg.options.maximumConnections = max(1, settings.connections)
+            pg.options.connectTimeout = .milliseconds(Int64(settings.timeout * 1000))
+            let client = PostgresClient(configuration: pg, backgroundLogger: logger)
+            var guardSettings = PostgresReplayGuard.Configuration()
+            guardSettings.table = settings.table
+            guardSettings.timeout = .milliseconds(Int64(settings.timeout * 1000))
+            guardSettings.retention = max(guardSettings.retention, 2 * configuration.skew)
+            let store = try PostgresReplayGuard(client: client, configuration: guardSettings, logger: logger)
+            replayGuard = store
+            postgres = client
+            postgresGuard = store
+        default:
+            throw SignCoreError(.invalidConfiguration, "configuration: replay.store is memory or postgres")
+        }
+        verifier = try Verifier(keys: keys, replayGuard: replayGuard, skew: configuration.skew, maxLifetime: configuration.maxLifetime)
+        origin = try Self.origin(configuration)
+        names = SignHeaderNames(whash: try Self.fieldName(configuration.headerNames.whash), wtoken: try Self.fieldName(configuration.headerNames.wtoken))
+        let fields = configuration.identityHeaders
+        identity = .init(keyID: try Self.fieldName(fields.keyID), account: try Self.fieldName(fields.account),
+                         algorithm: try Self.fieldName(fields.algorithm))
+        signature = try Self.signatureMiddleware(configuration, verifier: verifier, origin: origin, names: names)
+    }
+
+    public func run() async throws {
+        let configuration = self.configuration
+        let (host, port) = try Self.address(configuration.listen)
+        var clientSettings = HTTPClient.Configuration()
+        clientSettings.redirectConfiguration = .disallow
+        clientSettings.decompression = .disabled
+        clientSettings.httpVersion = .http1Only
+        clientSettings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.upstreamConnections))
+        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
+
+        let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: HealthMiddleware(path: configuration.healthPath, verifier: verifier))
+        router.add(middleware: signature)
+        router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
+                                               identity: identity, timeout: .seconds(configuration.upstreamTimeout)))
+        var app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
+                              onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
+                              logger: logger)
+        if let postgresGuard {
+            app.beforeServerStarts { [logger] in try await Self.createSchema(postgresGuard, logger: logger) }
+        }
+        var services: [any Service] = []
+        if let postgres { services.append(postgres) }
+        services.append(KeyReloader(files: configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys,
+                                    interval: .seconds(max(1, configuration.keys.reloadInterval)), verifier: verifier, logger: logger))
+        services.append(app)
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+        try await httpClient.shutdown()
+    }
+
+    // MARK: - From the configuration
+
+    static func signatureMiddleware(_ configuration: GatewayConfiguration, verifier: Verifier, origin: ServerOrigin,
+                                    names: SignHeaderNames) throws(SignCoreError) -> SignatureMiddleware<BasicSignatureRequestContext> {
+        let body: BodyHandling
+        switch configuration.body.mode {
+        case "buffered": body = .buffered(limit: configuration.body.limit)
+        case "streamed": body = .streamed(limit: configuration.body.limit)
+        default: throw SignCoreError(.invalidConfiguration, "configuration: body.mode is buffered or streamed")
+        }
+        var rules: [RoutePolicy.Rule] = []
+        for route in configuration.policy.routes { rules.append(try RoutePolicy.Rule(route.route, route.signature)) }
+        return SignatureMiddleware(verifier: verifier, origin: origin, policy: RoutePolicy(rules, fallback: configuration.policy.fallback),
+                                   body: body, names: names)
+    }
+
+    static func origin(_ configuration: GatewayConfiguration) throws(SignCoreError) -> ServerOrigin {
+        guard ["http", "https"].contains(configuration.origin.scheme) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: origin.scheme is http or https")
+        }
+        return ServerOrigin(scheme: configuration.origin.scheme, authority: configuration.origin.authority)
+    }
+
+    static func fieldName(_ name: String) throws(SignCoreError) -> HTTPField.Name {
+        guard let field = HTTPField.Name(name) else { throw SignCoreError(.invalidConfiguration, "configuration: \(name) is not a header field name") }
+        return field
+    }
+
+    static func address(_ listen: String) throws(SignCoreError) -> (host: String, port: Int) {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: listen is host:port")
+        }
+        return (String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
+    }
+
+    static func checkUpstream(_ upstream: String) throws(SignCoreError) {
+        guard let url = URL(string: upstream), url.scheme == "http" || url.scheme == "https", url.host != nil,
+              url.path.isEmpty || url.path == "/", url.query == nil, !upstream.hasSuffix("/") else {
+            throw SignCoreError(.invalidConfiguration, "configuration: upstream is http(s)://host[:port], without a path")
+        }
+    }
+
+    static func readPassword(_ path: String) throws(SignCoreError) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SignCoreError(.invalidConfiguration, "cannot read the password file \(path)")
+        }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+    }
+
+    /// The schema, on start: the database may still be starting too, so it is tried for 30 s.
+    static func createSchema(_ store: PostgresReplayGuard, logger: Logger) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            let failure: SignCoreError
+            do {
+                try await store.createSchema()
+                return
+            } catch {
+                failure = error
+            }
+            guard ContinuousClock.now < deadline else { throw failure }
+            logger.warning("replay store not reachable yet; retrying", metadata: ["signd.reason": "\(failure.detail)"])
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
+}

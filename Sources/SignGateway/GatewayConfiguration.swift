@@ -1,0 +1,235 @@
+import Foundation
+import SignCore
+import SignHTTP
+
+/// signd's configuration: one JSON file (README "signd"). Every member but `upstream` and `keys`
+/// has a default; an unknown member is an error, so a misspelt setting is never silently ignored.
+public struct GatewayConfiguration: Sendable, Decodable {
+    /// Where signd listens: `host:port`.
+    public var listen = "127.0.0.1:8080"
+    /// The service behind signd: `http://host:port`, requests forwarded with their path and query.
+    public var upstream: String
+    /// The scheme (and, when fixed, the authority) clients sign for.
+    public var origin = Origin()
+    public var keys: Keys
+    public var replay = Replay()
+    /// Seconds of clock difference tolerated between clients and signd (SPEC §5).
+    public var skew: Int64 = 30
+    /// The longest token lifetime accepted, in seconds.
+    public var maxLifetime: Int64 = 300
+    public var policy = Policy()
+    public var body = Body()
+    public var headerNames = HeaderNames()
+    public var identityHeaders = IdentityHeaders()
+    /// Answered by signd itself, never verified or forwarded.
+    public var healthPath = "/.well-known/signcore/health"
+    /// Seconds an upstream may take to start its response.
+    public var upstreamTimeout: Int64 = 300
+    public var upstreamConnections = 64
+    /// trace, debug, info, notice, warning, error or critical.
+    public var logLevel = "info"
+
+    public struct Origin: Sendable, Decodable {
+        public var scheme = "https"
+        public var authority: String?
+    }
+
+    public struct Keys: Sendable, Decodable {
+        /// JWK Set files (or single JWKs); their keys together are the accepted set.
+        public var files: [String]
+        /// Seconds between checks of the files for changes (reloaded without a restart; SIGHUP
+        /// reloads at once).
+        public var reloadInterval: Int64 = 5
+        /// Private EdDSA/ES256 keys accepted in the files (a verifier needs only public ones).
+        public var allowPrivateKeys = false
+    }
+
+    public struct Replay: Sendable, Decodable {
+        /// `memory` (one signd alone) or `postgres` (a fleet sharing one database).
+        public var store = "memory"
+        /// For `memory`: live nonces held (peak accepted rate × longest lifetime).
+        public var capacity = 6_000_000
+        public var postgres: Postgres?
+    }
+
+    public struct Postgres: Sendable, Decodable {
+        public var host = "127.0.0.1"
+        public var port = 5432
+        public var username = "signd"
+        /// A file holding the password (not the password itself: configs get copied around).
+        public var passwordFile: String?
+        public var database = "signd"
+        public var table = "signcore_nonces"
+        public var connections = 20
+        /// Seconds a record may wait for the database before the request is refused 503.
+        public var timeout: Double = 2
+    }
+
+    public struct Policy: Sendable, Decodable {
+        /// `require`, `monitor` or `off` for requests no rule matches.
+        public var fallback = SignatureRequirement.require
+        public var routes: [Route] = []
+    }
+
+    public struct Route: Sendable, Decodable {
+        /// `"GET /api/**"`, `"/health"`...: see RoutePolicy.
+        public var route: String
+        public var signature: SignatureRequirement
+    }
+
+    public struct Body: Sendable, Decodable {
+        /// `buffered` (collected, then verified) or `streamed` (verified as it passes upstream).
+        public var mode = "streamed"
+        public var limit: Int64 = 1 << 30
+    }
+
+    public struct HeaderNames: Sendable, Decodable {
+        public var whash = "whash"
+        public var wtoken = "wtoken"
+    }
+
+    /// The fields signd sets on forwarded requests from the verified token, after removing any
+    /// the client sent under these names.
+    public struct IdentityHeaders: Sendable, Decodable {
+        public var keyID = "signcore-key-id"
+        public var account = "signcore-account"
+        public var algorithm = "signcore-algorithm"
+    }
+
+    /// Reads and checks a configuration file.
+    public static func load(path: String) throws(SignCoreError) -> GatewayConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SignCoreError(.invalidConfiguration, "cannot read the configuration file \(path)")
+        }
+        return try parse(data)
+    }
+
+    public static func parse(_ data: Data) throws(SignCoreError) -> GatewayConfiguration {
+        do {
+            return try JSONDecoder().decode(GatewayConfiguration.self, from: data)
+        } catch let error as SignCoreError {
+            throw error
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(Self.path(context.codingPath + [key])) is missing")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(Self.path(context.codingPath)) has the wrong type or value")
+        } catch {
+            throw SignCoreError(.invalidConfiguration, "the configuration is not valid JSON")
+        }
+    }
+
+    static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+// MARK: - Decoding with defaults, unknown members refused
+
+struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+extension Decoder {
+    /// The object's members, refusing any not in `known`.
+    func members(_ known: Set<String>) throws -> KeyedDecodingContainer<AnyKey> {
+        let container = try container(keyedBy: AnyKey.self)
+        for key in container.allKeys where !known.contains(key.stringValue) {
+            throw SignCoreError(.invalidConfiguration,
+                                "configuration: unknown member \(GatewayConfiguration.path(codingPath + [key])) (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        return container
+    }
+}
+
+extension KeyedDecodingContainer<AnyKey> {
+    func set<T: Decodable>(_ value: inout T, _ name: String) throws {
+        if let decoded = try decodeIfPresent(T.self, forKey: AnyKey(stringValue: name)) { value = decoded }
+    }
+
+    func required<T: Decodable>(_ name: String) throws -> T {
+        try decode(T.self, forKey: AnyKey(stringValue: name))
+    }
+}
+
+extension GatewayConfiguration {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
+                                     "headerNames", "identityHeaders", "healthPath", "upstreamTimeout", "upstreamConnections", "logLevel"])
+        upstream = try c.required("upstream")
+        keys = try c.required("keys")
+        try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
+        try c.set(&maxLifetime, "maxLifetime"); try c.set(&policy, "policy"); try c.set(&body, "body")
+        try c.set(&headerNames, "headerNames"); try c.set(&identityHeaders, "identityHeaders"); try c.set(&healthPath, "healthPath")
+        try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
+    }
+}
+
+extension GatewayConfiguration.Origin {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["scheme", "authority"])
+        try c.set(&scheme, "scheme"); authority = try c.decodeIfPresent(String.self, forKey: AnyKey(stringValue: "authority"))
+    }
+}
+
+extension GatewayConfiguration.Keys {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["files", "reloadInterval", "allowPrivateKeys"])
+        files = try c.required("files")
+        try c.set(&reloadInterval, "reloadInterval"); try c.set(&allowPrivateKeys, "allowPrivateKeys")
+    }
+}
+
+extension GatewayConfiguration.Replay {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["store", "capacity", "postgres"])
+        try c.set(&store, "store"); try c.set(&capacity, "capacity")
+        postgres = try c.decodeIfPresent(GatewayConfiguration.Postgres.self, forKey: AnyKey(stringValue: "postgres"))
+    }
+}
+
+extension GatewayConfiguration.Postgres {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["host", "port", "username", "passwordFile", "database", "table", "connections", "timeout"])
+        try c.set(&host, "host"); try c.set(&port, "port"); try c.set(&username, "username"); try c.set(&database, "database")
+        passwordFile = try c.decodeIfPresent(String.self, forKey: AnyKey(stringValue: "passwordFile"))
+        try c.set(&table, "table"); try c.set(&connections, "connections"); try c.set(&timeout, "timeout")
+    }
+}
+
+extension GatewayConfiguration.Policy {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["fallback", "routes"])
+        try c.set(&fallback, "fallback"); try c.set(&routes, "routes")
+    }
+}
+
+extension GatewayConfiguration.Route {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["route", "signature"])
+        route = try c.required("route"); signature = try c.required("signature")
+    }
+}
+
+extension GatewayConfiguration.Body {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["mode", "limit"])
+        try c.set(&mode, "mode"); try c.set(&limit, "limit")
+    }
+}
+
+extension GatewayConfiguration.HeaderNames {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["whash", "wtoken"])
+        try c.set(&whash, "whash"); try c.set(&wtoken, "wtoken")
+    }
+}
+
+extension GatewayConfiguration.IdentityHeaders {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["keyID", "account", "algorithm"])
+        try c.set(&keyID, "keyID"); try c.set(&account, "account"); try c.set(&algorithm, "algorithm")
+    }
+}

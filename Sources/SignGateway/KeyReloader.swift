@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import SignCore
+import UnixSignals
+
+/// Keeps the verifier's keys those of the key files: checked every `interval` seconds (and at
+/// once on SIGHUP), reloaded when a file's size, modification time or inode changed. A set that
+/// fails to load is logged and the keys in use stay, so a half-written file never empties the set.
+struct KeyReloader: Service {
+    let files: [String]
+    let allowPrivateKeys: Bool
+    let interval: Duration
+    let verifier: Verifier
+    let logger: Logger
+
+    /// Loads the files' keys together (a key id in two files is refused).
+    static func load(_ files: [String], allowPrivateKeys: Bool) throws(SignCoreError) -> KeySet {
+        var set = KeySet()
+        for file in files {
+            let keys = try KeySet(jwksFile: file, allowPrivateKeys: allowPrivateKeys)
+            for id in keys.ids { if let key = keys.key(id: id) { try set.add(key) } }
+        }
+        return set
+    }
+
+    /// What identifies a version of the files without reading them.
+    static func fingerprint(_ files: [String]) -> [String] {
+        files.map { file in
+            var info = stat()
+            guard stat(file, &info) == 0 else { return "missing" }
+            return "\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        }
+    }
+
+    func run() async throws {
+        var loaded = Self.fingerprint(files)
+        let (ticks, tick) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let listener = Task { for await _ in hangups { tick.yield(true) } }
+        let timer = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                tick.yield(false)
+            }
+        }
+        defer { listener.cancel(); timer.cancel() }
+        await withGracefulShutdownHandler {
+            for await forced in ticks {
+                let now = Self.fingerprint(files)
+                guard forced || now != loaded else { continue }
+                loaded = now
+                do throws(SignCoreError) {
+                    let keys = try Self.load(files, allowPrivateKeys: allowPrivateKeys)
+                    verifier.replaceKeys(keys)
+                    logger.notice("keys reloaded", metadata: ["signd.keys": "\(keys.count)"])
+                } catch {
+                    logger.error("keys not reloaded; the previous keys stay in use", metadata: ["signd.reason": "\(error.detail)"])
+                }
+            }
+        } onGracefulShutdown: {
+            tick.finish()
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import AsyncHTTPClient
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import SignCore
+import SignHTTP
+import SignHummingbird
+
+/// Forwards every request that got this far to the upstream, with its path and query, and
+/// streams the response back. Never calls `next`: it is the last middleware.
+///
+/// Forwarded fields: the client's, less hop-by-hop fields, the whash and wtoken (spent), and the
+/// identity fields, which are always removed first and then set from the verified signature
+/// only: a client can never name an identity itself. `x-forwarded-host` and `x-forwarded-proto`
+/// are set the same way. A streamed body that fails its whash aborts the upstream request before
+/// its end (the connection is closed) and the client gets the refusal.
+struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
+    let client: HTTPClient
+    let upstream: String
+    let origin: ServerOrigin
+    let names: SignHeaderNames
+    let identity: IdentityFields
+    let timeout: TimeAmount
+
+    struct IdentityFields: Sendable {
+        let keyID: HTTPField.Name
+        let account: HTTPField.Name
+        let algorithm: HTTPField.Name
+    }
+
+    static var forwardedHost: HTTPField.Name { HTTPField.Name("x-forwarded-host")! }
+    static var forwardedProto: HTTPField.Name { HTTPField.Name("x-forwarded-proto")! }
+
+    /// RFC 9110 §7.6.1: connection-specific fields are not forwarded.
+    static var hopByHop: [HTTPField.Name] {
+        [.connection, .transferEncoding, .te, .trailer, .upgrade, .proxyAuthorization, .proxyAuthenticate, .contentLength,
+         HTTPField.Name("keep-alive")!, HTTPField.Name("proxy-connection")!]
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var fields = request.headers
+        // Fields the Connection field names are hop-by-hop too.
+        let listed = fields[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
+            HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
+        }
+        for name in Self.hopByHop + listed + [names.whash, names.wtoken, identity.keyID, identity.account, identity.algorithm,
+                                              Self.forwardedHost, Self.forwardedProto] {
+            fields[name] = nil
+        }
+        if let signature = context.signature {
+            fields[identity.keyID] = signature.keyID
+            fields[identity.algorithm] = signature.algorithm.rawValue
+            if !signature.account.isEmpty { fields[identity.account] = signature.account }
+        }
+        if let authority = origin.authority ?? request.head.authority { fields[Self.forwardedHost] = authority }
+        fields[Self.forwardedProto] = origin.scheme
+
+        var outgoing = HTTPClientRequest(url: upstream + (request.head.path ?? "/"))
+        outgoing.method = HTTPMethod(request.method)
+        outgoing.headers = HTTPHeaders(fields)
+        if let length = request.headers[.contentLength].flatMap(Int64.init) {
+            outgoing.body = .stream(request.body, length: .known(length))
+        } else if request.headers[.transferEncoding] != nil {
+            outgoing.body = .stream(request.body, length: .unknown)
+        }
+        do {
+            let response = try await client.execute(outgoing, timeout: timeout)
+            var headers = HTTPFields(response.headers, splitCookie: false)
+            for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
+            return Response(status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+                            headers: headers, body: ResponseBody(asyncSequence: response.body))
+        } catch let error as SignCoreError {
+            return Response(Refusal(error))
+        } catch {
+            // The request's body failed to arrive, or the upstream failed: nothing of either in the log.
+            context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error)))])
+            return Response(status: .badGateway, headers: [.contentType: "application/problem+json", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":502,"title":"Bad Gateway","type":"about:blank"}"#)))
+        }
+    }
+}
+
+/// Answers the health path itself (before any verification): 200 and the number of keys.
+struct HealthMiddleware<Context: RequestContext>: RouterMiddleware {
+    let path: String
+    let verifier: Verifier
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.uri.path == path, request.method == .get || request.method == .head else { return try await next(request, context) }
+        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":"ok","keys":\#(verifier.keys.count)}"#)))
+    }
+}

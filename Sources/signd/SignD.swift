@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import SignCore
+import SignGateway
+
+/// signd: the verifying reverse proxy, run from one configuration file (README "signd").
+@main
+struct SignD: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signd",
+        abstract: "A verifying reverse proxy: requests signed with SignCore are verified, then forwarded upstream.")
+
+    @Option(name: .shortAndLong, help: "The configuration file (JSON).")
+    var config: String
+
+    @Flag(help: "Check the configuration and the keys, then exit.")
+    var check = false
+
+    func run() async throws {
+        let settings: GatewayConfiguration
+        do {
+            settings = try GatewayConfiguration.load(path: config)
+        } catch {
+            throw ValidationError(error.detail)
+        }
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = JSONLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "signd")
+        let gateway: Gateway
+        do {
+            gateway = try Gateway(configuration: settings, logger: logger) { port in
+                logger.notice("listening", metadata: ["signd.port": "\(port)", "signd.upstream": "\(settings.upstream)"])
+            }
+        } catch {
+            throw ValidationError(error.detail)
+        }
+        if check {
+            print("signd: configuration OK, \(gateway.verifier.keys.count) keys")
+            return
+        }
+        let group = ServiceGroup(configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

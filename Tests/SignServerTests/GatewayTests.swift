@@ -1,0 +1,204 @@
+import AsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import HTTPTypesFoundation
+import NIOCore
+import NIOHTTP1
+import OpenAPIRuntime
+import SignAsyncHTTPClient
+import SignCore
+import SignGateway
+import SignHTTP
+import SignOpenAPI
+import SignURLSession
+import Synchronization
+import Testing
+
+/// signd in process, in front of a real upstream, reached over loopback by the three signing
+/// clients; PostgreSQL where the replay store is shared.
+@Suite(.serialized) struct GatewayTests {
+    static let key = try! SigningKey.hmac(secret: (0..<32).map { UInt8($0 &+ 100) }, id: "gw-key")
+
+    /// A configuration for signd in front of `upstream`, with `overrides` replacing top-level members.
+    static func configuration(upstream: Int, keys: String, _ overrides: [String: Any] = [:]) -> String {
+        var object: [String: Any] = ["listen": "127.0.0.1:0", "upstream": "http://127.0.0.1:\(upstream)", "origin": ["scheme": "http"],
+                                     "keys": ["files": [keys], "reloadInterval": 1], "replay": ["capacity": 100_000]]
+        object.merge(overrides) { $1 }
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: object)) ?? Data(), as: UTF8.self)
+    }
+
+    static func json(_ response: HTTPClientResponse) async throws -> [String: String] {
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: String]) ?? [:]
+    }
+
+    /// AsyncHTTPClient, URLSession and the OpenAPI middleware each sign GETs and bodies that signd
+    /// verifies; the upstream sees the verified identity; a 503 is retried with a new signature.
+    @Test func theThreeClientsSignThroughSignd() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let upstream = Upstream()
+        upstream.flakyLeft.withLock { $0 = 2 }
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.configuration(upstream: upstreamPort, keys: keys)) { port in
+                let signer = try Signer(key: Self.key, account: "acct-9", coveredHeaders: ["content-type"])
+                let base = "http://127.0.0.1:\(port)"
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+
+                // AsyncHTTPClient: a GET, a POST from memory, a file streamed from disk.
+                let get = try await http.execute(HTTPClientRequest(url: base + "/v1/orders?id=1&sort=desc"), signer: signer, timeout: .seconds(10))
+                let getAnswer = try await Self.json(get)
+                #expect(get.status == .ok && getAnswer["keyID"] == "gw-key")
+                var post = HTTPClientRequest(url: base + "/v1/orders")
+                post.method = .POST
+                post.headers.add(name: "content-type", value: "application/json")
+                let posted = try await http.execute(post, body: .bytes(ByteBuffer(string: #"{"item":1}"#)), signer: signer, timeout: .seconds(10))
+                let postAnswer = try await Self.json(posted)
+                #expect(posted.status == .ok && postAnswer["bytes"] == "10")
+                let file = folder.path + "/upload.bin"
+                FileManager.default.createFile(atPath: file, contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }))
+                var put = HTTPClientRequest(url: base + "/v1/blobs/1")
+                put.method = .PUT
+                let uploaded = try await http.execute(put, body: try .file(atPath: file), signer: signer, timeout: .seconds(10))
+                let uploadAnswer = try await Self.json(uploaded)
+                #expect(uploaded.status == .ok && uploadAnswer["bytes"] == "300000")
+
+                // A 503 from upstream twice: retried, each attempt signed afresh (a resent token would be refused as replayed).
+                let flaky = try await http.execute(HTTPClientRequest(url: base + "/flaky"), signer: signer, timeout: .seconds(10))
+                #expect(flaky.status == .ok)
+
+                // URLSession (FoundationNetworking).
+                let url = try #require(URL(string: base + "/v1/orders?id=2"))
+                let (data, response) = try await URLSession.shared.signedData(for: HTTPRequest(method: .get, url: url), signer: signer)
+                #expect(response.status == .ok && String(decoding: data, as: UTF8.self).contains("\"account\":\"acct-9\""))
+                var upload = HTTPRequest(method: .post, url: try #require(URL(string: base + "/v1/orders")))
+                upload.headerFields[.contentType] = "application/json"
+                let (_, uploadResponse) = try await URLSession.shared.signedData(for: upload, body: Data("[1,2,3]".utf8), signer: signer)
+                #expect(uploadResponse.status == .ok)
+
+                // The OpenAPI runtime's middleware, its `next` sending through AsyncHTTPClient as the AHC transport does.
+                let middleware = SigningMiddleware(signer: signer)
+                let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?) = { request, body, baseURL in
+                    var outgoing = HTTPClientRequest(url: baseURL.absoluteString + (request.path ?? ""))
+                    outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+                    for field in request.headerFields { outgoing.headers.add(name: field.name.rawName, value: field.value) }
+                    if let body { outgoing.body = .bytes(ByteBuffer(bytes: try await [UInt8](collecting: body, upTo: 1 << 20))) }
+                    let response = try await http.execute(outgoing, timeout: .seconds(10))
+                    let bytes = try await response.body.collect(upTo: 1 << 20)
+                    return (HTTPResponse(status: .init(code: Int(response.status.code))), HTTPBody(Array(buffer: bytes)))
+                }
+                var operation = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/orders?via=openapi")
+                operation.headerFields[.contentType] = "application/json"
+                let streamed = HTTPBody(AsyncStream { $0.yield(ArraySlice("{\"a\":".utf8)); $0.yield(ArraySlice("1}".utf8)); $0.finish() }, length: .unknown)
+                let (status, answer) = try await middleware.intercept(operation, body: streamed, baseURL: try #require(URL(string: base)),
+                                                                      operationID: "createOrder", next: next)
+                #expect(status.status == .ok)
+                let text = try await String(collecting: try #require(answer), upTo: 1 << 16)
+                #expect(text.contains("\"bytes\":\"7\""))
+            }
+        }
+        #expect(upstream.all.count == 7)
+        #expect(upstream.flakyLeft.withLock { $0 } == -1, "two 503s, then the third attempt")
+        #expect(upstream.all.allSatisfy { $0.keyID == "gw-key" && $0.account == "acct-9" && $0.complete })
+    }
+
+    /// Identity fields come from the verified token only; a client's own are removed first.
+    @Test func identityFieldsCannotBeSpoofed() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let policy = ["routes": [["route": "/open/**", "signature": "off"], ["route": "/watch/**", "signature": "monitor"]]]
+            try await withGateway(Self.configuration(upstream: upstreamPort, keys: keys, ["policy": policy])) { port in
+                let base = "http://127.0.0.1:\(port)"
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let signer = try Signer(key: Self.key, account: "real", coveredHeaders: ["signcore-key-id"])
+                for path in ["/open/x", "/watch/x", "/v1/x"] {
+                    var request = HTTPClientRequest(url: base + path)
+                    request.headers.add(name: "signcore-key-id", value: "admin")
+                    request.headers.add(name: "signcore-account", value: "root")
+                    request.headers.add(name: "Signcore-Key-Id", value: "admin2")
+                    _ = try await http.execute(request, timeout: .seconds(10))  // unsigned
+                    _ = try await http.execute(request, signer: signer, timeout: .seconds(10))  // signed, the fake field even covered
+                }
+            }
+        }
+        let seen = upstream.all.map { "\($0.path) \($0.keyID ?? "-") \($0.account ?? "-")" }
+        // Unsigned: /open and /watch pass with no identity, /v1 is refused; signed: the real identity everywhere.
+        #expect(seen == ["/open/x - -", "/open/x - -", "/watch/x - -", "/watch/x gw-key real", "/v1/x gw-key real"])
+    }
+
+    /// Refusals reach the client with their problem document and never the upstream; the health
+    /// path is answered by signd; keys change without a restart.
+    @Test func refusalsHealthAndKeyReload() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let upstream = Upstream()
+        let newKey = try SigningKey.hmac(secret: Array(repeating: 42, count: 32), id: "gw-new")
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.configuration(upstream: upstreamPort, keys: keys)) { port in
+                let base = "http://127.0.0.1:\(port)"
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let unsigned = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), timeout: .seconds(10))
+                #expect(unsigned.status == .unauthorized && unsigned.headers.first(name: "signcore-error")?.hasPrefix("missingHeader") == true)
+                let health = try await http.execute(HTTPClientRequest(url: base + "/.well-known/signcore/health"), timeout: .seconds(10))
+                let healthBody = try await health.body.collect(upTo: 1024)
+                #expect(health.status == .ok && String(buffer: healthBody).contains("\"keys\":1"))
+                let newSigner = try Signer(key: newKey)
+                let before = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10))
+                #expect(before.headers.first(name: "signcore-error")?.hasPrefix("unknownKey") == true)
+                try folder.writeKeys([newKey])  // rotated: the old key gone, the new one in
+                var reloaded = false
+                for _ in 0..<40 where !reloaded {
+                    try await Task.sleep(for: .milliseconds(250))
+                    reloaded = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10)).status == .ok
+                }
+                #expect(reloaded)
+                let old = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: Signer(key: Self.key), timeout: .seconds(10))
+                #expect(old.status == .unauthorized)
+                // A broken file keeps the keys in use.
+                FileManager.default.createFile(atPath: keys, contents: Data("{not json".utf8))
+                try await Task.sleep(for: .milliseconds(2500))
+                let still = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10))
+                #expect(still.status == .ok)
+            }
+        }
+        #expect(upstream.all.count == 2, "only the two accepted requests reached the upstream")
+    }
+
+    @Test func configurationErrorsAreClear() throws {
+        let cases = [
+            (#"{"upstream": "http://127.0.0.1:1"}"#, "keys is missing"),
+            (#"{"upstream": "http://127.0.0.1:1", "keys": {"files": []}, "replay": {"stor": "memory"}}"#, "unknown member replay.stor"),
+            (#"{"upstream": "http://127.0.0.1:1", "keys": {"files": []}, "skew": "ten"}"#, "skew has the wrong type"),
+            (#"{"upstream": 1"#, "not valid JSON"),
+        ]
+        for (json, expected) in cases {
+            #expect(throws: SignCoreError.self) { _ = try GatewayConfiguration.parse(Data(json.utf8)) }
+            do { _ = try GatewayConfiguration.parse(Data(json.utf8)) } catch { #expect(error.detail.contains(expected), "\(error.detail)") }
+        }
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let bad: [(String, Any, String)] = [
+            ("replay", ["store": "redis"], "memory or postgres"), ("replay", ["store": "postgres"], "replay.postgres"),
+            ("body", ["mode": "lazy"], "buffered or streamed"), ("policy", ["routes": [["route": "/a/**/b", "signature": "off"]]], "**"),
+            ("origin", ["scheme": "ftp"], "http or https"), ("listen", "8080", "host:port"),
+            ("upstream", "http://127.0.0.1:1/api", "without a path"), ("headerNames", ["whash": "bad name"], "not a header field name"),
+        ]
+        for (member, value, expected) in bad {
+            do {
+                let json = Self.configuration(upstream: 1, keys: keys, [member: value])
+                _ = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: quietLogger)
+                Issue.record("accepted \(member): \(value)")
+            } catch {
+                #expect(error.detail.contains(expected), "\(error.detail)")
+            }
+        }
+    }
+}

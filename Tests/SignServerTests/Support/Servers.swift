@@ -1,0 +1,118 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import SignCore
+import SignGateway
+import Synchronization
+
+let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// Runs `services` in a ServiceGroup while `body` runs with the port `listening` reports, then
+/// shuts the group down gracefully.
+func withServices<T: Sendable>(_ services: [any Service], ports: AsyncStream<Int>, _ body: @Sendable (Int) async throws -> T) async throws -> T {
+    let group = ServiceGroup(configuration: .init(services: services, logger: quietLogger))
+    return try await withThrowingTaskGroup(of: T?.self) { tasks in
+        tasks.addTask { try await group.run(); return nil }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        do {
+            let result = try await body(port)
+            await group.triggerGracefulShutdown()
+            return result
+        } catch {
+            await group.triggerGracefulShutdown()
+            throw error
+        }
+    }
+}
+
+/// A real upstream on loopback: answers every request with what it received (identity fields,
+/// forwarded fields, body size and whether the body arrived whole), and counts.
+final class Upstream: Sendable {
+    struct Record: Sendable {
+        var path: String
+        var keyID: String?
+        var account: String?
+        var bodyBytes: Int
+        var complete: Bool
+    }
+
+    let records = Mutex<[Record]>([])
+    let flakyLeft = Mutex(0)
+
+    var all: [Record] { records.withLock { $0 } }
+
+    func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
+        let router = Router()
+        router.add(middleware: Answer(upstream: self))
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                           onServerRunning: { await onListening($0.localAddress?.port ?? 0) }, logger: quietLogger)
+    }
+
+    func run<T: Sendable>(_ body: @Sendable (Int) async throws -> T) async throws -> T {
+        let (ports, port) = AsyncStream.makeStream(of: Int.self)
+        return try await withServices([application { port.yield($0) }], ports: ports, body)
+    }
+
+    struct Answer: RouterMiddleware {
+        typealias Context = BasicRequestContext
+        let upstream: Upstream
+
+        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+            if request.uri.path == "/flaky", upstream.flakyLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) {
+                return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
+            }
+            var bytes = 0
+            var complete = true
+            do {
+                for try await chunk in request.body { bytes += chunk.readableBytes }
+            } catch {
+                complete = false
+            }
+            let record = Record(path: request.uri.path, keyID: request.headers[HTTPField.Name("signcore-key-id")!],
+                                account: request.headers[HTTPField.Name("signcore-account")!], bodyBytes: bytes, complete: complete)
+            upstream.records.withLock { $0.append(record) }
+            let answer = ["keyID": record.keyID ?? "", "account": record.account ?? "", "bytes": "\(bytes)",
+                          "forwardedHost": request.headers[HTTPField.Name("x-forwarded-host")!] ?? ""]
+            let json = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+        }
+    }
+}
+
+/// A temporary folder for key and configuration files.
+final class TemporaryFolder: Sendable {
+    let path = NSTemporaryDirectory() + "signcore-test-\(UUID().uuidString)"
+    init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Writes `keys` as a JWK Set (secrets included: HMAC keys are shared secrets), mode 0600.
+    @discardableResult
+    func writeKeys(_ keys: [SigningKey], to name: String = "keys.jwks") throws -> String {
+        let file = path + "/" + name
+        let temporary = file + ".new"
+        FileManager.default.createFile(atPath: temporary, contents: Data(try JWK.serialize(keys, includePrivate: true).utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        guard rename(temporary, file) == 0 else { throw POSIXError(.EIO) }  // atomically, as an operator would
+        return file
+    }
+}
+
+/// Runs signd (in process) with the JSON configuration `json` while `body` runs with its port.
+func withGateway<T: Sendable>(_ json: String, _ body: @Sendable (Int) async throws -> T) async throws -> T {
+    let configuration = try GatewayConfiguration.parse(Data(json.utf8))
+    let (ports, port) = AsyncStream.makeStream(of: Int.self)
+    let gateway = try Gateway(configuration: configuration, logger: quietLogger) { port.yield($0) }
+    return try await withServices([gateway], ports: ports, body)
+}
+
+/// The resident memory of this process, in bytes.
+func residentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+          let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+    return kilobytes * 1024
+}
