@@ -161,7 +161,9 @@ public final class PostgresReplayGuard: ReplayGuard {
     }
 
     /// One statement for the whole batch; the pairs it returns were new. A pair that appears
-    /// twice in the batch is new for its first record only.
+    /// twice in the batch is new for its first record only. Rows go in in key order: two nodes
+    /// inserting the same pairs at once then wait for each other in the same order, where any
+    /// other order can deadlock (each holding a pair the other's statement needs).
     private func insert(_ batch: [Pending]) async -> [Result<Void, SignCoreError>] {
         var first = [PairKey: Int]()
         var keyIDs: [String] = [], nonces: [UUID] = [], expiries: [Int64] = []
@@ -172,7 +174,8 @@ public final class PostgresReplayGuard: ReplayGuard {
         }
         let query: PostgresQuery = """
             INSERT INTO \(unescaped: configuration.table) (key_id, nonce, expires)
-            SELECT * FROM unnest(\(keyIDs)::text[], \(nonces)::uuid[], \(expiries)::bigint[])
+            SELECT * FROM unnest(\(keyIDs)::text[], \(nonces)::uuid[], \(expiries)::bigint[]) AS batch (key_id, nonce, expires)
+            ORDER BY key_id, nonce
             ON CONFLICT DO NOTHING
             RETURNING key_id, nonce
             """

@@ -8,7 +8,15 @@ import SignCore
 import SignGateway
 import Synchronization
 
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+/// Silent, unless SIGNCORE_TEST_LOG is set (then warnings and worse go to standard error).
+let quietLogger: Logger = {
+    guard ProcessInfo.processInfo.environment["SIGNCORE_TEST_LOG"] != nil else {
+        return Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    }
+    var logger = Logger(label: "test", factory: { StreamLogHandler.standardError(label: $0) })
+    logger.logLevel = .warning
+    return logger
+}()
 
 /// Runs `services` in a ServiceGroup while `body` runs with the port `listening` reports, then
 /// shuts the group down gracefully.
