@@ -53,7 +53,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
             context.signature = verified
         } catch {
             audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
-            if requirement == .require { return Self.response(for: error) }
+            // A body over the limit is refused even under monitor: part of it is read and gone.
+            if requirement == .require || error.code == .bodyTooLarge { return Self.response(for: error) }
         }
         return try await next(request, context)
     }

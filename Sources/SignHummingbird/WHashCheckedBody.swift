@@ -34,16 +34,23 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
         var hasher: WHash.BodyHasher
         var held: ByteBuffer?
         var finished = false
+        /// Past the limit: reported once, no longer hashed (under monitor the body still flows).
+        var overLimit = false
 
         mutating func next() async throws -> ByteBuffer? {
             if finished { return nil }
             while let chunk = try await base.next() {
-                do {
-                    try chunk.withUnsafeReadableBytes { (bytes) throws(SignCoreError) in try hasher.append(bytes) }
-                } catch {
-                    finished = true
-                    body.onMismatch(error)
-                    if body.enforce { throw error }
+                if !overLimit {
+                    do {
+                        try chunk.withUnsafeReadableBytes { (bytes) throws(SignCoreError) in try hasher.append(bytes) }
+                    } catch {
+                        overLimit = true
+                        body.onMismatch(error)
+                        if body.enforce {
+                            finished = true
+                            throw error
+                        }
+                    }
                 }
                 if chunk.readableBytes == 0 { continue }
                 let previous = held
@@ -51,7 +58,7 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
                 if let previous { return previous }
             }
             finished = true
-            if hasher.finalize() != body.expected {
+            if !overLimit, hasher.finalize() != body.expected {
                 let error = SignCoreError(.whashMismatch, "the whash header does not match the request content")
                 body.onMismatch(error)
                 if body.enforce { throw error }

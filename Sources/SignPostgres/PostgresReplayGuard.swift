@@ -9,8 +9,10 @@ import Synchronization
 ///
 /// - **One-time insert** keyed by (key id, nonce): `INSERT … ON CONFLICT DO NOTHING RETURNING`
 ///   says which pairs were new; a pair already there is `replayed`.
-/// - **Batched**: records that arrive while a round trip is in flight wait for the next one and
-///   go together, up to `maxBatch` rows a statement and `maxConcurrentBatches` statements at once.
+/// - **Batched** (group commit): records that arrive while a statement is in flight wait for it
+///   and go together in the next, up to `maxBatch` rows a statement and `maxConcurrentBatches`
+///   statements at once (one by default: bigger batches cost the database less per record; in
+///   the gateway benchmark one in flight gave 0.54 of the in-memory guard's rate, four 0.44).
 /// - **Fail closed**: a statement that fails or does not answer within `timeout` refuses every
 ///   record in it with `unavailable` (HTTP 503, retry later); nothing is accepted without its
 ///   nonce stored. The client's pool reconnects by itself, so the guard recovers when the server
@@ -28,7 +30,7 @@ public final class PostgresReplayGuard: ReplayGuard {
         /// The table of nonces (created by `createSchema`), optionally schema-qualified.
         public var table: String = "signcore_nonces"
         public var maxBatch: Int = 1024
-        public var maxConcurrentBatches: Int = 2
+        public var maxConcurrentBatches: Int = 1
         /// How long one round trip may take before its records are refused `unavailable`.
         public var timeout: Duration = .seconds(2)
         /// Seconds a row is kept after its token expired.
