@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Metrics
+import NIOCore
 import SignCore
 import SignHTTP
 
@@ -84,8 +85,10 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
             let collected: ByteBuffer
             do {
                 collected = try await request.body.collect(upTo: Int(clamping: limit))
-            } catch {
+            } catch is NIOTooManyBytesError {
                 throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
+            } catch {
+                throw SignCoreError(.invalidInput, "the request body did not arrive whole")
             }
             request.body = RequestBody(buffer: collected)
             return collected.withUnsafeReadableBytes { WHash.ofBody($0) }
