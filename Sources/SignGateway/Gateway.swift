@@ -109,6 +109,20 @@ public final class Gateway: Service {
         try await httpClient.shutdown()
     }
 
+    /// Creates the PostgreSQL replay store's table and index, then returns: `signd --create-schema`,
+    /// for deployments where signd's own database role may not create tables (signd also does it
+    /// on start, and a table already there is left as it is).
+    public func createSchema() async throws {
+        guard let postgres, let postgresGuard else {
+            throw SignCoreError(.invalidConfiguration, "configuration: replay.store is not postgres; there is no schema to create")
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await postgres.run() }
+            defer { group.cancelAll() }
+            try await postgresGuard.createSchema()
+        }
+    }
+
     // MARK: - From the configuration
 
     static func signatureMiddleware(_ configuration: GatewayConfiguration, verifier: Verifier, origin: ServerOrigin,

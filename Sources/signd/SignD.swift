@@ -18,6 +18,9 @@ struct SignD: AsyncParsableCommand {
     @Flag(help: "Check the configuration and the keys, then exit.")
     var check = false
 
+    @Flag(help: "Create the PostgreSQL replay store's table and index, then exit.")
+    var createSchema = false
+
     func run() async throws {
         let settings: GatewayConfiguration
         do {
@@ -42,6 +45,15 @@ struct SignD: AsyncParsableCommand {
         }
         if check {
             print("signd: configuration OK, \(gateway.verifier.keys.count) keys")
+            return
+        }
+        if createSchema {
+            do {
+                try await gateway.createSchema()
+            } catch let error as SignCoreError {
+                throw ValidationError(error.detail)
+            }
+            print("signd: the replay store's schema is in place")
             return
         }
         let group = ServiceGroup(configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

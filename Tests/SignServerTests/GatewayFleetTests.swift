@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import SignAsyncHTTPClient
 import SignCore
+import SignGateway
 import SignHTTP
 import Synchronization
 import Testing
@@ -81,6 +82,31 @@ import Testing
         // 200 from one instance, 401 (replayed) from the other, for every token.
         #expect(statuses.value.withLock { $0 } == [200_401: tokens.count], "each token accepted by exactly one instance")
         #expect(upstream.all.count == tokens.count && Set(upstream.all.map(\.path)).count == tokens.count)
+    }
+
+    /// `signd --create-schema`: the table and index are created (twice is fine); a memory store has none.
+    @Test func schemaByCommand() async throws {
+        let server = try PostgresServer.start()
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let gateway = try Gateway(configuration: GatewayConfiguration.parse(Data(GatewayTests.configuration(
+            upstream: 1, keys: keys, ["replay": Self.postgresReplay(server)]).utf8)), logger: quietLogger)
+        try await gateway.createSchema()
+        let again = try Gateway(configuration: GatewayConfiguration.parse(Data(GatewayTests.configuration(
+            upstream: 1, keys: keys, ["replay": Self.postgresReplay(server)]).utf8)), logger: quietLogger)
+        try await again.createSchema()
+        let names = try await withPostgresClient(server) { client in
+            var names: [String] = []
+            let rows = try await client.query("SELECT indexname FROM pg_indexes WHERE tablename = 'signcore_nonces' ORDER BY indexname",
+                                              logger: quietLogger)
+            for try await name in rows.decode(String.self) { names.append(name) }
+            return names
+        }
+        #expect(names == ["signcore_nonces_expires", "signcore_nonces_pkey"])
+        let memory = try Gateway(configuration: GatewayConfiguration.parse(Data(GatewayTests.configuration(upstream: 1, keys: keys).utf8)),
+                                 logger: quietLogger)
+        await #expect(throws: SignCoreError.self) { try await memory.createSchema() }
     }
 
     /// PostgreSQL stopped during a load: every request is refused 503 and none reaches the
