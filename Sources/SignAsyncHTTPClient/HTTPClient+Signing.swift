@@ -16,7 +16,7 @@ public struct SignableBody: Sendable {
     let make: @Sendable () -> HTTPClientRequest.Body?
 
     /// No body (GET, HEAD, OPTIONS, DELETE, or an empty POST).
-    public static let empty = SignableBody(whash: WHash.ofBody([]), length: 0) { nil }
+    public static let empty = SignableBody(whash: WHash.ofEmptyBody, length: 0) { nil }
 
     /// Bytes in memory, hashed in place and sent without a copy.
     public static func bytes(_ buffer: ByteBuffer) -> SignableBody {

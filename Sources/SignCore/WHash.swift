@@ -27,8 +27,8 @@ public enum WHash {
 
     public static func ofBody(_ body: [UInt8]) -> SHA256Digest { body.withUnsafeBytes { ofBody($0) } }
 
-    /// The whash of an empty body: how a streamed body is known to have had no bytes.
-    static let ofEmptyBody = ofBody(UnsafeRawBufferPointer(start: nil, count: 0))
+    /// The whash of no body bytes: how a streamed body is known to have had none (an empty POST).
+    public static let ofEmptyBody = ofBody(UnsafeRawBufferPointer(start: nil, count: 0))
 
     /// The whash for `method` and `url` (and `body` for body-class methods). The body of a
     /// URL-class method is not part of its whash (SPEC §3.2; a signer and a verifier refuse a

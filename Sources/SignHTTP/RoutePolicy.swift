@@ -74,7 +74,7 @@ public struct RoutePolicy: Sendable, Equatable {
     /// The requirement for a request, and the route that decided it (the matching rule's written
     /// form, or `*` for the fallback): `path` is the request target's path, with or without its query.
     public func requirement(method: HTTPRequest.Method, path: some StringProtocol) -> (signature: SignatureRequirement, route: String) {
-        guard let segments = PathPattern.plainSegments(of: path) else { return (fallback, "*") }
+        guard !rules.isEmpty, let segments = PathPattern.plainSegments(of: path) else { return (fallback, "*") }
         for rule in rules where rule.matches(method, segments) {
             return (rule.signature, rule.description)
         }

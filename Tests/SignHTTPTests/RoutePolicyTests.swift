@@ -48,3 +48,27 @@ import Testing
         }
     }
 }
+
+@Suite struct RetryPolicyTests {
+    @Test func onlyA503IsRetriedAfterAShortRetryAfter() {
+        let policy = RetryPolicy(maxAttempts: 3, maxDelay: .seconds(5))
+        #expect(policy.delay(status: 503, retryAfter: "2", attempt: 1) == .seconds(2))
+        #expect(policy.delay(status: 503, retryAfter: nil, attempt: 2) == .seconds(1), "no Retry-After: 1 s")
+        #expect(policy.delay(status: 503, retryAfter: "Wed, 21 Oct 2026 07:28:00 GMT", attempt: 1) == .seconds(1), "an HTTP-date: 1 s")
+        #expect(policy.delay(status: 503, retryAfter: " 0 ", attempt: 1) == .zero)
+        #expect(policy.delay(status: 503, retryAfter: "60", attempt: 1) == nil, "longer than maxDelay: stop")
+        #expect(policy.delay(status: 503, retryAfter: "1", attempt: 3) == nil, "attempts spent")
+        for status in [200, 401, 429, 500, 502] { #expect(policy.delay(status: status, retryAfter: "1", attempt: 1) == nil) }
+        #expect(RetryPolicy.never.delay(status: 503, retryAfter: "0", attempt: 1) == nil)
+        #expect(RetryPolicy(maxAttempts: 0).maxAttempts == 1)
+    }
+
+    @Test func runReturnsTheLastResponseWhenAttemptsAreSpent() async throws {
+        var attempts: [Int] = []
+        let last = try await RetryPolicy(maxAttempts: 3).run { attempt in
+            attempts.append(attempt)
+            return (attempt, 503, "0")
+        }
+        #expect(attempts == [1, 2, 3] && last == 3)
+    }
+}
