@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 import Foundation
 
@@ -8,14 +8,38 @@ import Foundation
 // tests that way (with `--scratch-path .build-core`), and so can a developer working on the core.
 let coreOnly = ProcessInfo.processInfo.environment["SIGNCORE_CORE_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
 
-let core: [Target] = [
-    // Thin C calls into libsodium and OpenSSL libcrypto (Debian: libsodium-dev, libssl-dev).
-    .target(
-        name: "CSignShim",
-        linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]
-    ),
+// The crypto backend (Sources/SignCore/Crypto): libsodium + OpenSSL through CSignShim by default on
+// Linux; swift-crypto (CryptoKit on Apple platforms, BoringSSL elsewhere) on Apple platforms always,
+// and on Linux with the trait: `swift build --traits SwiftCryptoBackend`.
+let apple: [Platform] = [.macOS, .iOS, .tvOS, .watchOS, .visionOS, .macCatalyst]
+let swiftCryptoTrait = "SwiftCryptoBackend"
+let swiftCrypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let backendSettings: [SwiftSetting] = [
+    .define("SIGNCORE_SWIFT_CRYPTO", .when(platforms: apple)),
+    .define("SIGNCORE_SWIFT_CRYPTO", .when(traits: [swiftCryptoTrait])),
+]
+// libsodium and OpenSSL are Linux's (Debian: libsodium-dev, libssl-dev): the shim and the tools
+// measured against them (bench, instructions) are declared only when the manifest runs on Linux,
+// so nothing of them stands in the way of a build on an Apple platform.
+#if os(Linux)
+let onLinux = true
+#else
+let onLinux = false
+#endif
+
+var core: [Target] = [
+    // Portable C, no third-party header: constant-time compare and wipe, atomics, byte tables
+    // and finders, base64url decoding of public text.
+    .target(name: "CSignBytes"),
     // The engine: canonical form, whash, wtoken, keys, signer, verifier, replay guard.
-    .target(name: "SignCore", dependencies: ["CSignShim"]),
+    .target(
+        name: "SignCore",
+        dependencies: ["CSignBytes",
+                       .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: apple)),
+                       .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: [swiftCryptoTrait]))]
+            + (onLinux ? [.target(name: "CSignShim", condition: .when(platforms: [.linux]))] : []),
+        swiftSettings: backendSettings
+    ),
     // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
     .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
     // Loads and checks the JSON vectors of Vectors/ (Foundation allowed: not the hot path).
@@ -24,23 +48,30 @@ let core: [Target] = [
         name: "signtool",
         dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
     ),
-    // The benchmark's crypto floors (raw libsodium/OpenSSL) and its allocation counter.
-    .target(name: "CBench", dependencies: ["CSignShim"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
-    .executableTarget(
-        name: "bench",
-        dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-    ),
-    // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
-    .executableTarget(name: "instructions", dependencies: ["SignCore"]),
     .testTarget(
         name: "SignHTTPTests",
         dependencies: ["SignHTTP", "SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]
     ),
     .testTarget(
         name: "SignCoreTests",
-        dependencies: ["SignCore", "SignCoreVectors", "CSignShim"]
+        dependencies: ["SignCore", "SignCoreVectors", "CSignBytes"] + (onLinux ? [.target(name: "CSignShim", condition: .when(platforms: [.linux]))] : []),
+        swiftSettings: backendSettings
     ),
 ]
+if onLinux {
+    core += [
+        // Thin C calls into libsodium and OpenSSL libcrypto: the default backend's C half.
+        .target(name: "CSignShim", dependencies: ["CSignBytes"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
+        // The benchmark's crypto floors (raw libsodium/OpenSSL) and its allocation counter.
+        .target(name: "CBench", dependencies: ["CSignShim", "CSignBytes"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
+        .executableTarget(
+            name: "bench",
+            dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
+        .executableTarget(name: "instructions", dependencies: ["SignCore"]),
+    ]
+}
 
 let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
 let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
@@ -87,11 +118,11 @@ var products: [Product] = [
     .library(name: "SignCore", targets: ["SignCore"]),
     .library(name: "SignHTTP", targets: ["SignHTTP"]),
     .executable(name: "signtool", targets: ["signtool"]),
-    .executable(name: "bench", targets: ["bench"]),
-]
+] + (onLinux ? [.executable(name: "bench", targets: ["bench"])] : [])
 var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
 ]
 if !coreOnly {
     products += [
@@ -117,7 +148,13 @@ if !coreOnly {
 
 let package = Package(
     name: "SignCore",
+    // The oldest systems every module builds for (Hummingbird 2's; SignCore alone would need less).
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1), .macCatalyst(.v17)],
     products: products,
+    traits: [
+        .trait(name: swiftCryptoTrait,
+               description: "SignCore's crypto on swift-crypto (BoringSSL) instead of libsodium and OpenSSL on Linux; always so on Apple platforms."),
+    ],
     dependencies: dependencies,
     targets: core + (coreOnly ? [] : servers),
     swiftLanguageModes: [.v6]

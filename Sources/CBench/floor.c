@@ -3,6 +3,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED 1
 #include "CBench.h"
 #include "CSignShim.h"
+#include "CSignBytes.h"
 
 #include <string.h>
 #include <sodium.h>

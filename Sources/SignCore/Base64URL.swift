@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 
 /// RFC 4648 §5 base64url without padding (SPEC §1.2). Decoding is strict: only the 64
 /// alphabet characters, no padding, and unused trailing bits must be zero, so every byte

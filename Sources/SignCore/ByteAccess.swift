@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 
 /// The canonical URL of a common request URL, checked in one read-only pass (the signer's and
 /// verifier's hot path).

@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 
 /// A small strict JSON reader (RFC 8259) for key documents, with limits: it is the one parser
 /// in SignCore that reads a whole document, so it bounds size and depth, rejects duplicate

@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 
 /// Keys as JSON Web Keys (RFC 7517, SPEC §6): parse, serialise, and the RFC 7638 thumbprint
 /// that is the default key id.

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CSignShim
+import CSignBytes
 
 extension KeySet {
     /// A key document is small: a file larger than this is not one.

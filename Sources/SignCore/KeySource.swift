@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Keys a verifier looks up by id when its key set does not hold them: per-device keys in a
 /// database, say. The verifier calls it through a `KeyCache`, never per request.
@@ -37,7 +36,7 @@ public final class KeyCache: Sendable {
         var missesThisSecond = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let clock: @Sendable () -> Int64
 
     /// Throws `invalidConfiguration` for a capacity, lifetime or miss rate below 1.

@@ -1,4 +1,4 @@
-import Synchronization
+import CSignBytes
 
 /// The key set a verifier reads, replaceable atomically while it serves (key rotation without
 /// a new `Verifier`; the replay guard stays as it is).
@@ -18,27 +18,32 @@ final class KeyStore: @unchecked Sendable {
 
     /// The address of the current set's box, in memory of its own: a verifier reads it through
     /// `Current`, a plain value, so a verify takes no reference count on this shared object.
-    private let current: UnsafeMutablePointer<Atomic<UnsafeMutableRawPointer>>
-    private let retired = Mutex<[(box: Box, since: ContinuousClock.Instant)]>([])
+    private let current: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    private let retired = Locked<[(box: Box, since: ContinuousClock.Instant)]>([])
 
     init(_ keys: KeySet) {
         current = .allocate(capacity: 1)
-        current.initialize(to: Atomic(Unmanaged.passRetained(Box(keys)).toOpaque()))
+        current.initialize(to: Unmanaged.passRetained(Box(keys)).toOpaque())
     }
 
     deinit {
-        Unmanaged<Box>.fromOpaque(current.pointee.load(ordering: .acquiring)).release()
-        current.deinitialize(count: 1)
+        Self.box(sc_atomic_load_pointer_acquire(current)).release()
         current.deallocate()
+    }
+
+    /// The box a slot points to: never nil, the slot always holds a retained box.
+    private static func box(_ pointer: UnsafeMutableRawPointer?) -> Unmanaged<Box> {
+        guard let pointer else { preconditionFailure("a key store slot is never empty") }
+        return Unmanaged.fromOpaque(pointer)
     }
 
     /// The reader's handle: valid while this store is alive.
     var reader: Current { Current(slot: current) }
 
     struct Current: @unchecked Sendable {
-        let slot: UnsafeMutablePointer<Atomic<UnsafeMutableRawPointer>>
+        let slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
         /// The current set, unretained: valid for at least `retiredLifetime` after a replacement.
-        var unretained: Unmanaged<Box> { Unmanaged.fromOpaque(slot.pointee.load(ordering: .acquiring)) }
+        var unretained: Unmanaged<Box> { KeyStore.box(sc_atomic_load_pointer_acquire(slot)) }
     }
 
     /// A retained copy of the current set.
@@ -46,7 +51,7 @@ final class KeyStore: @unchecked Sendable {
 
     func replace(with keys: KeySet) {
         let fresh = Unmanaged.passRetained(Box(keys)).toOpaque()
-        let old = Unmanaged<Box>.fromOpaque(current.pointee.exchange(fresh, ordering: .acquiringAndReleasing)).takeRetainedValue()
+        let old = Self.box(sc_atomic_exchange_pointer(current, fresh)).takeRetainedValue()
         let now = ContinuousClock.now
         retired.withLock { list in
             list.removeAll { now - $0.since >= Self.retiredLifetime }

@@ -1,16 +1,15 @@
-import CSignShim
-
 /// The 128-bit random value that makes every token unique (SPEC §4.1); a fixed-size value.
 public struct Nonce: Hashable, Sendable, CustomStringConvertible {
     public static let byteCount = 16
     var words: (UInt64, UInt64)
 
-    /// A fresh nonce from this thread's ChaCha20 generator, which is seeded from the system
-    /// CSPRNG (getrandom) and reseeded after fork: no system call or lock per nonce.
+    /// A fresh nonce from the crypto backend: with libsodium this thread's ChaCha20 generator,
+    /// seeded from the system CSPRNG and reseeded after fork (no system call or lock per nonce);
+    /// with swift-crypto the system CSPRNG itself.
     public static func random() -> Nonce {
-        precondition(SignCoreRuntime.started, "libsodium failed to initialise")
+        precondition(SignCoreRuntime.started, "the crypto backend failed to start")
         var nonce = Nonce(words: (0, 0))
-        withUnsafeMutableBytes(of: &nonce.words) { sc_nonce_bytes($0.baseAddress) }
+        withUnsafeMutableBytes(of: &nonce.words) { CryptoBackend.nonceBytes(into: $0) }
         return nonce
     }
 

@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -23,7 +23,7 @@ import Darwin
 ///
 /// Table sizes are not powers of two (a slot is picked by a multiply), so memory follows the
 /// live entries closely: 16 bytes a slot, about 32 bytes per live nonce in a steady state.
-/// `@unchecked Sendable`: its memory is reached only through its shard's Mutex.
+/// `@unchecked Sendable`: its memory is reached only through its shard's lock.
 struct NonceTable: ~Copyable, @unchecked Sendable {
     /// 16 bytes: four to a cache line.
     struct Entry {

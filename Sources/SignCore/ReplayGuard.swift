@@ -1,5 +1,4 @@
-import CSignShim
-import Synchronization
+import CSignBytes
 
 /// Remembers the nonces of accepted tokens until they expire, so each token is accepted once
 /// (SPEC §5, step 9). Entries are keyed by (key id, nonce): a nonce seen under one key never
@@ -46,7 +45,7 @@ public protocol ReplayGuard: Sendable {
 /// Sharded by a keyed hash of (key, nonce) so concurrent verifiers rarely wait on the same lock,
 /// and so a key holder who picks nonces on purpose cannot pile them into one shard or probe chain.
 /// `@unchecked Sendable`: the shard memory is written only in `init` and `deinit`; every table
-/// is reached through its shard's Mutex, the shared budget through an atomic.
+/// is reached through its shard's lock, the shared budget through an atomic.
 public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     public let capacity: Int
     /// The largest fraction of `capacity` one key id may hold.
@@ -166,7 +165,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
-            let slots = base[shard].slots.load(ordering: .relaxed), size = base[shard].size.load(ordering: .relaxed)
+            let slots = UInt(truncatingIfNeeded: base[shard].slots.load()), size = Int(base[shard].size.load())
             if slots != 0 {
                 let slot = NonceTable.home(hash: hash, size: size)
                 sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
@@ -227,50 +226,50 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     /// The slots of `capacity` that no shard holds, shared by all shards.
     struct Budget: ~Copyable {
-        let available: Atomic<Int>
+        let available: AtomicWord
         /// The `now` of the last sweep of every shard.
-        let sweptAt = Atomic<Int64>(.min)
+        let sweptAt = AtomicWord(.min)
 
-        init(_ capacity: Int) { available = Atomic(capacity) }
+        init(_ capacity: Int) { available = AtomicWord(Int64(capacity)) }
 
         /// Up to `count` slots, fewer when fewer are left.
         func take(_ count: Int) -> Int {
-            var current = available.load(ordering: .relaxed)
+            var current = available.load()
             while current > 0 {
-                let taken = min(count, current)
-                let (exchanged, now) = available.compareExchange(expected: current, desired: current - taken, ordering: .relaxed)
-                if exchanged { return taken }
+                let taken = min(Int64(count), current)
+                let (exchanged, now) = available.compareExchange(expected: current, desired: current - taken)
+                if exchanged { return Int(taken) }
                 current = now
             }
             return 0
         }
 
         func give(_ count: Int) {
-            if count > 0 { available.add(count, ordering: .relaxed) }
+            if count > 0 { available.add(Int64(count)) }
         }
 
         /// Whether this caller may sweep at `now`: once per distinct `now`.
         func claimSweep(at now: Int64) -> Bool {
-            let last = sweptAt.exchange(now, ordering: .relaxed)
+            let last = sweptAt.exchange(now)
             return last != now
         }
     }
 
     struct Shard: ~Copyable {
-        let mutex: Mutex<NonceTable>
+        let mutex: Locked<NonceTable>
         /// The table's address and size as of the last record, for `hashed` to prefetch from
         /// without taking the lock.
-        let slots = Atomic<UInt>(0)
-        let size = Atomic<Int>(0)
+        let slots = AtomicWord(0)
+        let size = AtomicWord(0)
 
-        init(table: consuming NonceTable) { mutex = Mutex(table) }
+        init(table: consuming NonceTable) { mutex = Locked(table) }
 
         /// Refreshes the hint after a record (outside the lock: two threads may race here, and
         /// the loser's stale value lasts until the next record; it is only a hint).
         func publish(slots address: UInt, size slotCount: Int) {
-            if slots.load(ordering: .relaxed) != address {
-                slots.store(address, ordering: .relaxed)
-                size.store(slotCount, ordering: .relaxed)
+            if slots.load() != Int64(truncatingIfNeeded: address) {
+                slots.store(Int64(truncatingIfNeeded: address))
+                size.store(Int64(slotCount))
             }
         }
     }

@@ -39,7 +39,7 @@ public struct Signer: Sendable {
     /// than 256 bytes.
     public init(key: SigningKey, lifetime: Int64 = 60, account: String = "", coveredHeaders: [String] = [],
                 allowsUnsignedBody: Bool = false, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) throws(SignCoreError) {
-        try SignCoreRuntime.start()  // nonces come from libsodium
+        try SignCoreRuntime.start()  // nonces come from the crypto backend
         guard key.canSign else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
         guard (1...WToken.maxLifetime).contains(lifetime) else {
             throw SignCoreError(.invalidConfiguration, "the lifetime must be 1 to 86400 seconds")
@@ -86,6 +86,24 @@ public struct Signer: Sendable {
     /// Signs a request whose body was hashed separately (`WHash.BodyHasher`, for streamed bodies).
     public func sign(method: RequestMethod, url: String, bodyWHash: SHA256Digest, headers: [HeaderField] = []) throws(SignCoreError) -> SignedHeaders {
         try sign(method: method, url: url, content: .whash(bodyWHash), headers: headers, created: clock(), nonce: .random())
+    }
+
+    /// Signs a request whose body is in memory, with any key: the only way to sign with an
+    /// external key (`SigningKey.external`, whose holder may suspend); other keys sign at once,
+    /// as `sign` does.
+    public func signAsync(method: RequestMethod, url: String, body: [UInt8] = [], headers: [HeaderField] = []) async throws(SignCoreError) -> SignedHeaders {
+        guard let external = key.externalSigner else { return try sign(method: method, url: url, body: body, headers: headers) }
+        let pending = try withBytes(of: body) { (raw) throws(SignCoreError) in
+            try prepare(method: method, url: url, content: .bytes(raw), headers: headers, created: clock(), nonce: .random())
+        }
+        return try await pending.completed(by: external, signer: self)
+    }
+
+    /// `signAsync` for a body hashed separately (`WHash.BodyHasher`).
+    public func signAsync(method: RequestMethod, url: String, bodyWHash: SHA256Digest, headers: [HeaderField] = []) async throws(SignCoreError) -> SignedHeaders {
+        guard let external = key.externalSigner else { return try sign(method: method, url: url, bodyWHash: bodyWHash, headers: headers) }
+        let pending = try prepare(method: method, url: url, content: .whash(bodyWHash), headers: headers, created: clock(), nonce: .random())
+        return try await pending.completed(by: external, signer: self)
     }
 
     /// Signs with a given creation time and nonce. Only for known-answer vectors and tests:
@@ -135,6 +153,41 @@ public struct Signer: Sendable {
     /// signature → token. Everything before the two header strings happens in stack memory.
     private func sign(method: RequestMethod, url: String, content: Content, headers: [HeaderField],
                       created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
+        let request = try prepare(method: method, url: url, content: content, headers: headers, created: created, nonce: nonce)
+        return SignedHeaders(whash: request.whash.description,
+                             wtoken: try token(whash: request.whash, target: request.target, headers: request.covered,
+                                               created: created, nonce: nonce))
+    }
+
+    /// A request's digests and token fields, before its signature (SPEC §4.1-4.3).
+    private struct Prepared {
+        let whash: SHA256Digest, target: SHA256Digest
+        let covered: SigningInput.Headers
+        let created: Int64, nonce: Nonce
+
+        /// The token with the signature of an external key's holder, checked under its public key.
+        func completed(by external: any ExternalSigner, signer: Signer) async throws(SignCoreError) -> SignedHeaders {
+            let key = signer.key
+            let input = signer.signingInput(whash: whash, target: target, headers: covered, created: created, nonce: nonce)
+            let signature: [UInt8]
+            do {
+                signature = try await external.signature(for: input)
+            } catch {
+                throw SignCoreError(.cryptoFailure, "the external signer failed (\(type(of: error)))")
+            }
+            let valid = signature.withUnsafeBytes { signature in
+                input.withUnsafeBytes { key.isValidSignature(signature, for: $0, startsWithPrefix: true) }
+            }
+            guard valid else {
+                throw SignCoreError(.cryptoFailure, "the external signer's signature does not verify under its public key")
+            }
+            let token = signature.withUnsafeBytes { signer.encodeToken(target: target, created: created, nonce: nonce, signature: $0) }
+            return SignedHeaders(whash: whash.description, wtoken: token)
+        }
+    }
+
+    private func prepare(method: RequestMethod, url: String, content: Content, headers: [HeaderField],
+                         created: Int64, nonce: Nonce) throws(SignCoreError) -> Prepared {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
@@ -149,14 +202,29 @@ public struct Signer: Sendable {
         if let digest = try coveredHeadersDigest(headers) {
             covered = SigningInput.Headers(count: coveredHeaders.count, digest: digest)
         }
-        return SignedHeaders(whash: digests.whash.description,
-                             wtoken: try token(whash: digests.whash, target: digests.target, headers: covered, created: created, nonce: nonce))
+        return Prepared(whash: digests.whash, target: digests.target, covered: covered, created: created, nonce: nonce)
+    }
+
+    /// The signing input (SPEC §4.2) as bytes, for a signer outside this process.
+    private func signingInput(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
+                              nonce: Nonce) -> [UInt8] {
+        var account = account
+        return account.withUTF8 { utf8 in
+            let account = UnsafeRawBufferPointer(utf8)
+            return withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
+                var input = ByteWriter(scratch)
+                input.append(key.signingInputPrefix)
+                SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
+                                       accountByteCount: account.count, headers: headers, into: &input) { $0.append(account) }
+                return Array(input.written)
+            }
+        }
     }
 
     private func token(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
                        nonce: Nonce) throws(SignCoreError) -> String {
         var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
-        var account = account, headersField = headersField
+        var account = account
         var failure: SignCoreError?
         let token = account.withUTF8 { utf8 in
             let account = UnsafeRawBufferPointer(utf8)
@@ -169,19 +237,31 @@ public struct Signer: Sendable {
                     do throws(SignCoreError) { try key.sign(input.written, into: out, startsWithPrefix: true) } catch { failure = error }
                 }
             }
-            return headersField.withUTF8 { names in
-                target.withUnsafeBytes { digest in
-                    withUnsafeBytes(of: signature) { signature in
-                        WToken.encode(keyID: key.idBytes, created: created, lifetime: lifetime, nonce: nonce,
-                                      targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
-                                      account: account, headers: UnsafeRawBufferPointer(names),
-                                      signature: UnsafeRawBufferPointer(rebasing: signature[..<key.algorithm.signatureByteCount]))
-                    }
-                }
+            return withUnsafeBytes(of: signature) { signature in
+                encodeToken(target: target, created: created, nonce: nonce, account: account,
+                            signature: UnsafeRawBufferPointer(rebasing: signature[..<key.algorithm.signatureByteCount]))
             }
         }
         if let failure { throw failure }
         return token
+    }
+
+    /// The wtoken (SPEC §4.1) around a signature.
+    private func encodeToken(target: SHA256Digest, created: Int64, nonce: Nonce, signature: UnsafeRawBufferPointer) -> String {
+        var account = account
+        return account.withUTF8 { encodeToken(target: target, created: created, nonce: nonce, account: UnsafeRawBufferPointer($0), signature: signature) }
+    }
+
+    private func encodeToken(target: SHA256Digest, created: Int64, nonce: Nonce, account: UnsafeRawBufferPointer,
+                             signature: UnsafeRawBufferPointer) -> String {
+        var headersField = headersField
+        return headersField.withUTF8 { names in
+            target.withUnsafeBytes { digest in
+                WToken.encode(keyID: key.idBytes, created: created, lifetime: lifetime, nonce: nonce,
+                              targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
+                              account: account, headers: UnsafeRawBufferPointer(names), signature: signature)
+            }
+        }
     }
 }
 

@@ -1,9 +1,10 @@
-import CSignShim
+import CSignBytes
 
-/// A key: an HMAC secret, or an Ed25519 / P-256 key pair or public key.
+/// A key: an HMAC secret, an Ed25519 / P-256 key pair or public key, or a public key whose
+/// private half is held elsewhere (`ExternalSigner`: a Secure Enclave, a keystore, an HSM, a KMS).
 ///
-/// Secret material lives in one buffer of its own, zeroed when the key is released. Keys are
-/// immutable and safe to share between threads.
+/// Secret material lives in memory of its own in the crypto backend (Crypto/CryptoBackend.swift),
+/// wiped when the key is released. Keys are immutable and safe to share between threads.
 public final class SigningKey: @unchecked Sendable {
     /// The key id (`kid`): 1–64 base64url characters; by default the RFC 7638 thumbprint.
     public let id: String
@@ -11,11 +12,13 @@ public final class SigningKey: @unchecked Sendable {
     /// Ed25519: the 32-byte public key; P-256: the 65-byte uncompressed point; HMAC: empty.
     public let publicKey: [UInt8]
 
-    /// HMAC: sc_hmac_key, the inner state after the signing-input prefix, then the raw secret;
-    /// Ed25519: libsodium's 64-byte secret key (seed || public key); P-256: the 32-byte scalar.
-    /// Nil for a public key.
-    private let secret: UnsafeMutableRawBufferPointer?
-    private let p256: OpaquePointer?
+    /// The private part as the backend holds it: at most one is set, none for a public key.
+    private let hmacKey: CryptoBackend.HMACKey?
+    private let ed25519Key: CryptoBackend.Ed25519PrivateKey?
+    /// P-256 keys, private or public (OpenSSL verifies through a prepared key object).
+    private let p256Key: CryptoBackend.P256Key?
+    /// The holder of the private half of an external key (`SigningKey.external`).
+    public let externalSigner: (any ExternalSigner)?
 
     /// The start of every signing input under this key (SPEC §4.2: the fixed prefix, the
     /// algorithm, the key id), prepared once as raw bytes the hot path reads without reference
@@ -26,58 +29,37 @@ public final class SigningKey: @unchecked Sendable {
     /// The key id as the in-memory replay guard keys it (`ReplayKey`), computed once.
     let replayTag: UInt64
 
-    private static let hmacStateSize = MemoryLayout<sc_hmac_key>.size + MemoryLayout<sc_sha256_state>.size
-
     public static let minHMACSecretBytes = 32
     public static let maxHMACSecretBytes = 1024
     public static let maxKeyIDLength = 64
 
-    /// The prepared HMAC key schedule at the start of `secret` (HMAC keys only).
-    private var hmacKey: UnsafePointer<sc_hmac_key>? {
-        guard algorithm == .hmacSHA256 else { return nil }
-        return UnsafePointer(secret?.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self))
-    }
-
-    /// Whether this key can sign (HMAC secrets and private keys can; public keys only verify).
-    public var canSign: Bool { secret != nil }
+    /// Whether this key can sign (HMAC secrets, private keys and external keys can; public keys
+    /// only verify). An external key signs only through `Signer.signAsync`.
+    public var canSign: Bool { hmacKey != nil || ed25519Key != nil || p256Key?.isPrivate == true || externalSigner != nil }
 
     /// Starts loading the key's secret states into the cache. The verifier calls it as soon as
     /// the token names the key, so that in a large key set the states arrive while the URL is
     /// canonicalised and hashed, not when the MAC needs them.
-    func prefetchSecret() {
-        guard let secret, let base = secret.baseAddress else { return }
-        var offset = 0
-        while offset < secret.count {
-            sc_prefetch_for_read(base + offset)
-            offset += 64
-        }
-    }
+    func prefetchSecret() { hmacKey?.prefetch() }
 
-    /// The HMAC inner state after absorbing `signingInputPrefix` (HMAC keys only).
-    private var prefixedInnerState: UnsafePointer<sc_sha256_state>? {
-        guard algorithm == .hmacSHA256, let base = secret?.baseAddress else { return nil }
-        return UnsafePointer((base + MemoryLayout<sc_hmac_key>.size).assumingMemoryBound(to: sc_sha256_state.self))
-    }
-
-    private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8],
-                 secret: UnsafeMutableRawBufferPointer?, p256: OpaquePointer?) {
+    private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer? = nil,
+                 ed25519Key: CryptoBackend.Ed25519PrivateKey? = nil, p256Key: CryptoBackend.P256Key? = nil,
+                 externalSigner: (any ExternalSigner)? = nil) {
         self.id = id
         self.algorithm = algorithm
         self.publicKey = publicKey
-        self.secret = secret
-        self.p256 = p256
+        self.ed25519Key = ed25519Key
+        self.p256Key = p256Key
+        self.externalSigner = externalSigner
         let prefix = UnsafeMutableRawBufferPointer.allocate(byteCount: SigningInput.maxPrefixByteCount, alignment: 8)
         var writer = ByteWriter(prefix)
         var id = id
         id.withUTF8 { SigningInput.writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer($0), into: &writer) }
-        signingInputPrefix = UnsafeRawBufferPointer(rebasing: prefix[..<writer.count])
+        let signingInputPrefix = UnsafeRawBufferPointer(rebasing: prefix[..<writer.count])
+        self.signingInputPrefix = signingInputPrefix
         idBytes = UnsafeRawBufferPointer(rebasing: prefix[(writer.count - id.utf8.count)..<writer.count])
         replayTag = ReplayKey(idBytes).tag
-        if let key = hmacKey, let state = prefixedInnerState {
-            let mutableState = UnsafeMutablePointer(mutating: state)
-            mutableState.pointee = key.pointee.inner
-            sc_sha256_update(mutableState, signingInputPrefix.baseAddress, signingInputPrefix.count)
-        }
+        hmacKey = hmacSecret.map { CryptoBackend.HMACKey(secret: $0, signingInputPrefix: signingInputPrefix) }
     }
 
     /// Refuses a given key id that is not 1-64 base64url characters (header-safe).
@@ -95,20 +77,14 @@ public final class SigningKey: @unchecked Sendable {
 
     deinit {
         signingInputPrefix.deallocate()
-        if let secret {
-            sc_memzero(secret.baseAddress, secret.count)
-            secret.deallocate()
-        }
-        if let p256 { sc_p256_key_free(p256) }
+        hmacKey?.destroy()
+        ed25519Key?.destroy()
+        p256Key?.destroy()
     }
 
     static func isValidKeyID(_ id: String) -> Bool {
         let utf8 = Array(id.utf8)
         return (1...maxKeyIDLength).contains(utf8.count) && utf8.withUnsafeBytes { Base64URL.isAlphabet($0) }
-    }
-
-    private static func allocateSecret(_ count: Int) -> UnsafeMutableRawBufferPointer {
-        .allocate(byteCount: count, alignment: 16)
     }
 
     // MARK: Constructors
@@ -125,11 +101,7 @@ public final class SigningKey: @unchecked Sendable {
             throw SignCoreError(.invalidKey, "an HMAC secret must be 32 to 1024 bytes")
         }
         let id = resolveID(id, .hmacSHA256, publicKey: [], hmacSecret: secret)
-        let stateSize = hmacStateSize
-        let buffer = allocateSecret(stateSize + secret.count)
-        sc_hmac_key_init(buffer.baseAddress?.assumingMemoryBound(to: sc_hmac_key.self), secret.baseAddress, secret.count)
-        UnsafeMutableRawBufferPointer(rebasing: buffer[stateSize...]).copyMemory(from: secret)
-        return SigningKey(id: id, algorithm: .hmacSHA256, publicKey: [], secret: buffer, p256: nil)
+        return SigningKey(id: id, algorithm: .hmacSHA256, publicKey: [], hmacSecret: secret)
     }
 
     /// An Ed25519 key pair from its 32-byte seed (the JWK `d`).
@@ -140,32 +112,25 @@ public final class SigningKey: @unchecked Sendable {
     /// An Ed25519 key pair from a seed held in a buffer the caller wipes.
     static func ed25519(seedBytes seed: UnsafeRawBufferPointer, id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
-        guard seed.count == Int(SC_ED25519_SEED_BYTES) else { throw SignCoreError(.invalidKey, "an Ed25519 seed must be 32 bytes") }
+        guard seed.count == 32 else { throw SignCoreError(.invalidKey, "an Ed25519 seed must be 32 bytes") }
         try SignCoreRuntime.start()
-        let buffer = allocateSecret(Int(SC_ED25519_SECRET_BYTES))
-        var publicKey = [UInt8](repeating: 0, count: Int(SC_ED25519_PUBLIC_BYTES))
-        let rc = publicKey.withUnsafeMutableBytes { p in sc_ed25519_keypair_from_seed(seed.baseAddress, p.baseAddress, buffer.baseAddress) }
-        guard rc == 0 else {
-            sc_memzero(buffer.baseAddress, buffer.count)
-            buffer.deallocate()
-            throw SignCoreError(.cryptoFailure, "libsodium could not derive the Ed25519 key pair")
-        }
-        return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey, secret: buffer, p256: nil)
+        let key = try CryptoBackend.Ed25519PrivateKey(seed: seed)
+        return SigningKey(id: resolveID(id, .ed25519, publicKey: key.publicKey), algorithm: .ed25519, publicKey: key.publicKey, ed25519Key: key)
     }
 
     /// An Ed25519 public key (verify only): a canonical encoding of a point of the prime-order
     /// subgroup, not of small order (SPEC §6.1; libsodium's `crypto_core_ed25519_is_valid_point`).
     public static func ed25519(publicKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
-        guard publicKey.count == Int(SC_ED25519_PUBLIC_BYTES) else {
+        guard publicKey.count == 32 else {
             throw SignCoreError(.invalidKey, "an Ed25519 public key must be 32 bytes")
         }
         try SignCoreRuntime.start()
-        guard publicKey.withUnsafeBytes({ sc_ed25519_is_valid_point($0.baseAddress) }) == 1 else {
+        guard publicKey.withUnsafeBytes({ CryptoBackend.isValidEd25519PublicKey($0) }) else {
             throw SignCoreError(.invalidKey, "the Ed25519 public key is not a valid, canonical point of the main subgroup")
         }
         let id = resolveID(id, .ed25519, publicKey: publicKey)
-        return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey, secret: nil, p256: nil)
+        return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey)
     }
 
     /// A P-256 key pair from its 32-byte private scalar (the JWK `d`).
@@ -176,34 +141,19 @@ public final class SigningKey: @unchecked Sendable {
     /// A P-256 key pair from a scalar held in a buffer the caller wipes.
     static func p256(privateKeyBytes privateKey: UnsafeRawBufferPointer, id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
-        guard privateKey.count == Int(SC_P256_PRIVATE_BYTES) else {
-            throw SignCoreError(.invalidKey, "a P-256 private key must be 32 bytes")
-        }
-        var point = [UInt8](repeating: 0, count: Int(SC_P256_PUBLIC_BYTES))
-        let rc = point.withUnsafeMutableBytes { p in sc_p256_public_from_private(privateKey.baseAddress, p.baseAddress) }
-        guard rc == 0 else { throw SignCoreError(.invalidKey, "the P-256 private key is not in [1, n-1]") }
-        let id = resolveID(id, .p256, publicKey: point)
-        let buffer = allocateSecret(privateKey.count)
-        buffer.copyMemory(from: privateKey)
-        let handle = point.withUnsafeBytes { p in sc_p256_key_new(p.baseAddress, buffer.baseAddress) }
-        guard let handle else {
-            sc_memzero(buffer.baseAddress, buffer.count)
-            buffer.deallocate()
-            throw SignCoreError(.invalidKey, "OpenSSL refused the P-256 key")
-        }
-        return SigningKey(id: id, algorithm: .p256, publicKey: point, secret: buffer, p256: handle)
+        try SignCoreRuntime.start()
+        let key = try CryptoBackend.P256Key(privateKey: privateKey)
+        return SigningKey(id: resolveID(id, .p256, publicKey: key.publicKey), algorithm: .p256, publicKey: key.publicKey, p256Key: key)
     }
 
     /// A P-256 public key from its uncompressed point 0x04 || x || y (verify only); the point
     /// must lie on the curve.
     public static func p256(publicKey point: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
-        // The length first: the thumbprint reads both coordinates (issue 10: a short point trapped).
-        guard point.count == Int(SC_P256_PUBLIC_BYTES), point.first == 0x04,
-              let handle = point.withUnsafeBytes({ sc_p256_key_new($0.baseAddress, nil) }) else {
-            throw SignCoreError(.invalidKey, "the P-256 public key is not a point on the curve")
-        }
-        return SigningKey(id: resolveID(id, .p256, publicKey: point), algorithm: .p256, publicKey: point, secret: nil, p256: handle)
+        try SignCoreRuntime.start()
+        // The backend checks the length first: the thumbprint reads both coordinates (issue 10).
+        let key = try withBytes(of: point) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) }
+        return SigningKey(id: resolveID(id, .p256, publicKey: point), algorithm: .p256, publicKey: point, p256Key: key)
     }
 
     /// A new random key from the system CSPRNG.
@@ -213,16 +163,33 @@ public final class SigningKey: @unchecked Sendable {
         defer { material.withUnsafeMutableBytes { sc_memzero($0.baseAddress, $0.count) } }
         switch algorithm {
         case .hmacSHA256:
-            material.withUnsafeMutableBytes { sc_random_bytes($0.baseAddress, $0.count) }
+            material.withUnsafeMutableBytes { CryptoBackend.randomBytes(into: $0) }
             return try hmac(secret: material, id: id)
         case .ed25519:
-            material.withUnsafeMutableBytes { sc_random_bytes($0.baseAddress, $0.count) }
+            material.withUnsafeMutableBytes { CryptoBackend.randomBytes(into: $0) }
             return try ed25519(seed: material, id: id)
         case .p256:
-            let rc = material.withUnsafeMutableBytes { sc_p256_generate($0.baseAddress) }
-            guard rc == 0 else { throw SignCoreError(.cryptoFailure, "OpenSSL could not generate a P-256 key") }
+            guard material.withUnsafeMutableBytes({ CryptoBackend.P256Key.generatePrivateKey(into: $0) }) else {
+                throw SignCoreError(.cryptoFailure, "the crypto backend could not generate a P-256 key")
+            }
             return try p256(privateKey: material, id: id)
         }
+    }
+
+    /// A key whose private half `signer` holds (SPEC §6: EdDSA or ES256). Its public key is
+    /// checked like any other; every signature it returns is verified under it before use.
+    public static func external(_ signer: any ExternalSigner, id: String? = nil) throws(SignCoreError) -> SigningKey {
+        let publicKey = signer.publicKey
+        let verifying: SigningKey
+        switch signer.algorithm {
+        case .hmacSHA256: throw SignCoreError(.invalidKey, "an external signer holds the private half of an EdDSA or ES256 key")
+        case .ed25519: verifying = try .ed25519(publicKey: publicKey, id: id)
+        case .p256: verifying = try .p256(publicKey: publicKey, id: id)
+        }
+        return SigningKey(id: verifying.id, algorithm: verifying.algorithm, publicKey: publicKey,
+                          p256Key: verifying.algorithm == .p256
+                              ? try withBytes(of: publicKey) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) } : nil,
+                          externalSigner: signer)
     }
 
     /// The same key without its private part (HMAC keys have none and are returned as is).
@@ -238,12 +205,7 @@ public final class SigningKey: @unchecked Sendable {
 
     /// HMAC: the secret; Ed25519: the seed; P-256: the scalar. Nil for public keys.
     func exportSecret() -> [UInt8]? {
-        guard let secret else { return nil }
-        switch algorithm {
-        case .hmacSHA256: return Array(UnsafeRawBufferPointer(rebasing: secret[Self.hmacStateSize...]))
-        case .ed25519: return Array(UnsafeRawBufferPointer(rebasing: secret[0..<32]))
-        case .p256: return Array(secret)
-        }
+        hmacKey?.secret ?? ed25519Key?.seed ?? p256Key?.privateKey
     }
 
     // MARK: Sign and verify (SPEC §4.3)
@@ -252,19 +214,21 @@ public final class SigningKey: @unchecked Sendable {
     /// `startsWithPrefix`: the caller wrote `signingInputPrefix` at the start of `message`.
     func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer,
               startsWithPrefix: Bool = false) throws(SignCoreError) {
-        guard let secret else { throw SignCoreError(.invalidKey, "a public key cannot sign") }
         precondition(signature.count >= algorithm.signatureByteCount)
-        let rc: Int32
-        switch algorithm {
-        case .hmacSHA256:
-            hmac(message, into: signature.baseAddress, startsWithPrefix: startsWithPrefix)
-            rc = 0
-        case .ed25519:
-            rc = sc_ed25519_sign(secret.baseAddress, message.baseAddress, message.count, signature.baseAddress)
-        case .p256:
-            rc = sc_p256_sign(p256, message.baseAddress, message.count, signature.baseAddress)
+        let signed: Bool
+        if let hmacKey {
+            hmac(hmacKey, message, into: signature, startsWithPrefix: startsWithPrefix)
+            signed = true
+        } else if let ed25519Key {
+            signed = ed25519Key.sign(message, into: signature)
+        } else if let p256Key, p256Key.isPrivate {
+            signed = p256Key.sign(message, into: signature)
+        } else if externalSigner != nil {
+            throw SignCoreError(.invalidKey, "an external key signs asynchronously (Signer.signAsync)")
+        } else {
+            throw SignCoreError(.invalidKey, "a public key cannot sign")
         }
-        guard rc == 0 else { throw SignCoreError(.cryptoFailure, "the signature could not be computed") }
+        guard signed else { throw SignCoreError(.cryptoFailure, "the signature could not be computed") }
     }
 
     /// Whether `signature` is valid for `message`; HMAC tags are compared in constant time.
@@ -273,31 +237,31 @@ public final class SigningKey: @unchecked Sendable {
         guard signature.count == algorithm.signatureByteCount else { return false }
         switch algorithm {
         case .hmacSHA256:
-            guard hmacKey != nil else { return false }
+            guard let hmacKey else { return false }
             return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
-                hmac(message, into: expected.baseAddress, startsWithPrefix: startsWithPrefix)
+                hmac(hmacKey, message, into: expected, startsWithPrefix: startsWithPrefix)
                 defer { sc_memzero(expected.baseAddress, 32) }
                 return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
             }
         case .ed25519:
-            return publicKey.withUnsafeBytes { sc_ed25519_verify($0.baseAddress, message.baseAddress, message.count, signature.baseAddress) == 0 }
+            return publicKey.withUnsafeBytes { CryptoBackend.ed25519Verify(publicKey: $0, message: message, signature: signature) }
         case .p256:
-            return sc_p256_verify(p256, message.baseAddress, message.count, signature.baseAddress) == 0
+            return p256Key?.verify(signature, for: message) ?? false
         }
     }
 
     /// HMAC-SHA256 of `message`. A message that starts with this key's signing-input prefix
     /// (every signing input does) continues from the inner state that already absorbed it;
     /// the prefix is compared unless the caller wrote it.
-    private func hmac(_ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer?, startsWithPrefix: Bool) {
-        guard let key = hmacKey, let prefixed = prefixedInnerState else { return }
+    private func hmac(_ key: CryptoBackend.HMACKey, _ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+                      startsWithPrefix: Bool) {
         let prefix = signingInputPrefix
         if startsWithPrefix || (message.count >= prefix.count
                                 && bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix)) {
             precondition(message.count >= prefix.count)
-            sc_hmac_sha256_continue(key, prefixed, message.baseAddress.map { $0 + prefix.count }, message.count - prefix.count, out)
+            key.authenticate(afterPrefix: UnsafeRawBufferPointer(rebasing: message[prefix.count...]), into: out)
         } else {
-            sc_hmac_sha256(key, message.baseAddress, message.count, out)
+            key.authenticate(message, into: out)
         }
     }
 }

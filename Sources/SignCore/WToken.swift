@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 
 /// The wtoken header value (SPEC §4.1): ASCII, header-safe, nine dot-separated fields.
 ///

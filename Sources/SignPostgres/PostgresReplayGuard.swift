@@ -1,8 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SignCore
-import Synchronization
+@_spi(SignCoreTools) import SignCore
 
 /// A replay guard (SPEC §5 step 9, §6.3) on PostgreSQL, shared by every verifier of a fleet:
 /// a token accepted by one node is a replay at every other.
@@ -44,7 +43,7 @@ public final class PostgresReplayGuard: ReplayGuard {
     public let configuration: Configuration
     let client: PostgresClient
     let logger: Logger
-    let state = Mutex(State())
+    let state = Locked(State())
 
     struct Pending {
         var keyID: String

@@ -1,6 +1,5 @@
 import ArgumentParser
-import SignCore
-import Synchronization
+@_spi(SignCoreTools) import SignCore
 
 /// An in-process walk through signing and the failures a verifier catches.
 struct Demo: AsyncParsableCommand {
@@ -68,7 +67,7 @@ struct Demo: AsyncParsableCommand {
 
 /// The demo's clock: real time, moved forward on demand to show expiry.
 final class DemoClock: Sendable {
-    private let offset = Mutex<Int64>(0)
-    func advance(by seconds: Int64) { offset.withLock { $0 += seconds } }
-    var read: @Sendable () -> Int64 { { SystemClock.seconds() + self.offset.withLock { $0 } } }
+    private let offset = AtomicWord(0)
+    func advance(by seconds: Int64) { offset.add(seconds) }
+    var read: @Sendable () -> Int64 { { SystemClock.seconds() + self.offset.load() } }
 }

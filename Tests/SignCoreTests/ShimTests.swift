@@ -1,3 +1,5 @@
+#if canImport(CSignShim)  // the C shim of the libsodium/OpenSSL backend (Linux)
+import CSignBytes
 import CSignShim
 import SignCoreVectors
 import Testing
@@ -181,3 +183,4 @@ import Testing
         }
     }
 }
+#endif

@@ -1,6 +1,5 @@
-import Synchronization
 import Testing
-@testable import SignCore
+@_spi(SignCoreTools) @testable import SignCore
 
 /// Issue 10 §2–§4 and §7: covered headers, bodies of URL-class methods, keys that change while
 /// the server runs, explicit configuration errors.
@@ -143,7 +142,7 @@ import Testing
 
     final class CountingSource: KeySource {
         let keys: [String: SigningKey]
-        let lookups = Mutex(0)
+        let lookups = Locked(0)
         let failing: Bool
         init(_ keys: [SigningKey], failing: Bool = false) {
             self.keys = Dictionary(uniqueKeysWithValues: keys.map { ($0.id, $0) })

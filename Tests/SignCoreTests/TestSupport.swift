@@ -1,11 +1,10 @@
-import Synchronization
 import Testing
-@testable import SignCore
+@_spi(SignCoreTools) @testable import SignCore
 
 /// A clock the test moves by hand.
 final class TestClock: Sendable {
-    private let value: Mutex<Int64>
-    init(_ start: Int64) { value = Mutex(start) }
+    private let value: Locked<Int64>
+    init(_ start: Int64) { value = Locked(start) }
     var now: Int64 { value.withLock { $0 } }
     func set(_ t: Int64) { value.withLock { $0 = t } }
     var function: @Sendable () -> Int64 { { self.now } }

@@ -3,10 +3,9 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SignAsyncHTTPClient
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SignGateway
 import SignHTTP
-import Synchronization
 import Testing
 
 /// signd as a fleet (two instances sharing one real PostgreSQL), signd with the store gone, and
@@ -199,8 +198,8 @@ import Testing
 
     /// A value tasks share.
     final class Shared<Value: Sendable>: Sendable {
-        let value: Mutex<Value>
-        init(_ value: Value) { self.value = Mutex(value) }
+        let value: Locked<Value>
+        init(_ value: Value) { self.value = Locked(value) }
     }
 
     /// `count` copies of `pattern`, the last with one byte changed when `tamperLast`.

@@ -9,12 +9,11 @@ import NIOCore
 import NIOHTTP1
 import OpenAPIRuntime
 import SignAsyncHTTPClient
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SignGateway
 import SignHTTP
 import SignOpenAPI
 import SignURLSession
-import Synchronization
 import Testing
 
 /// signd in process, in front of a real upstream, reached over loopback by the three signing

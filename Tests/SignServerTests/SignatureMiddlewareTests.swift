@@ -5,10 +5,9 @@ import HummingbirdTesting
 import InMemoryLogging
 import Logging
 import MetricsTestKit
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SignHTTP
 import SignHummingbird
-import Synchronization
 import Testing
 
 /// SignatureMiddleware on a real Hummingbird server on loopback (`.live`), requests sent over
@@ -26,7 +25,7 @@ import Testing
 
     /// What handlers saw: identities and body byte counts.
     final class Seen: Sendable {
-        let state = Mutex<[String]>([])
+        let state = Locked<[String]>([])
         func add(_ line: String) { state.withLock { $0.append(line) } }
         var lines: [String] { state.withLock { $0 } }
     }

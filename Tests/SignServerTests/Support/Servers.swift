@@ -4,9 +4,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import ServiceLifecycle
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SignGateway
-import Synchronization
 
 /// Silent, unless SIGNCORE_TEST_LOG is set (then warnings and worse go to standard error).
 let quietLogger: Logger = {
@@ -48,8 +47,8 @@ final class Upstream: Sendable {
         var complete: Bool
     }
 
-    let records = Mutex<[Record]>([])
-    let flakyLeft = Mutex(0)
+    let records = Locked<[Record]>([])
+    let flakyLeft = Locked(0)
 
     var all: [Record] { records.withLock { $0 } }
 

@@ -1,4 +1,4 @@
-import CSignShim
+import CSignBytes
 
 /// A SHA-256 output as a fixed-size value: no heap, constant-time `==`.
 public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
@@ -49,14 +49,15 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     public var description: String { withUnsafeBytes { Base64URL.encode($0) } }
 }
 
-/// Incremental SHA-256 in constant memory; a value type, so a copy forks the computation.
+/// Incremental SHA-256 in constant memory, on the build's crypto backend (CryptoBackend.swift);
+/// a value type, so a copy forks the computation.
 public struct SHA256Hasher: Sendable {
-    private var state = sc_sha256_state()
+    private var state = CryptoBackend.SHA256()
 
-    public init() { sc_sha256_init(&state) }
+    public init() {}
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        sc_sha256_update(&state, bytes.baseAddress, bytes.count)
+        state.update(bytes)
     }
 
     mutating func update(_ text: StaticString) { update(text.bytes) }
@@ -71,14 +72,15 @@ public struct SHA256Hasher: Sendable {
 
     public consuming func finalize() -> SHA256Digest {
         var digest = SHA256Digest()
-        digest.withUnsafeMutableBytes { sc_sha256_final(&state, $0.baseAddress) }
+        let state = self.state
+        digest.withUnsafeMutableBytes { state.finalize(into: $0) }
         return digest
     }
 
     /// SHA-256(prefix || data) in one library call (no hasher state on this side).
     static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer) -> SHA256Digest {
         var digest = SHA256Digest()
-        digest.withUnsafeMutableBytes { sc_sha256_prefixed(prefix.baseAddress, prefix.count, data.baseAddress, data.count, $0.baseAddress) }
+        digest.withUnsafeMutableBytes { CryptoBackend.SHA256.hash(prefix: prefix, data, into: $0) }
         return digest
     }
 

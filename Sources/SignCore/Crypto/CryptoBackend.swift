@@ -1,0 +1,99 @@
+/// The cryptography SignCore runs on, one backend per build, chosen when the package is built:
+///
+/// - `LibsodiumOpenSSL` (Backends/LibsodiumOpenSSL.swift, C in CSignShim): the default on Linux;
+///   every bench target is measured on it.
+/// - `SwiftCrypto` (Backends/SwiftCrypto.swift): apple/swift-crypto, which is CryptoKit on Apple
+///   platforms and BoringSSL elsewhere. Always used on Apple platforms; on Linux with the
+///   package trait `SwiftCryptoBackend` (`swift build --traits SwiftCryptoBackend`).
+///
+/// The engine names only the capabilities below (one neutral protocol each, after the shape of
+/// swift-crypto itself); a backend is one file implementing all of them. Both give the same
+/// bytes for every known-answer vector (SPEC §4.5), except Ed25519 signing under CryptoKit,
+/// which is randomised (verify-only there).
+#if SIGNCORE_SWIFT_CRYPTO
+typealias CryptoBackend = SwiftCrypto
+#else
+typealias CryptoBackend = LibsodiumOpenSSL
+#endif
+
+protocol CryptoBackendProtocol {
+    associatedtype SHA256: SHA256Backend
+    associatedtype HMACKey: HMACKeyBackend
+    associatedtype Ed25519PrivateKey: Ed25519PrivateKeyBackend
+    associatedtype P256Key: P256KeyBackend
+
+    /// The libraries and versions, for reports ("libsodium 1.0.18, OpenSSL 3.0.x").
+    static var name: String { get }
+    /// One-time library start-up; false when a library cannot start (every key then refuses).
+    static func start() -> Bool
+
+    /// Bytes from the operating system's CSPRNG (keys).
+    static func randomBytes(into buffer: UnsafeMutableRawBufferPointer)
+    /// 16 bytes for a token nonce (SPEC §4.1): unpredictable, never repeated across threads or
+    /// a fork; may come from a per-thread generator seeded by the CSPRNG.
+    static func nonceBytes(into buffer: UnsafeMutableRawBufferPointer)
+
+    /// Ed25519 (RFC 8032 §5.1.7) under a 32-byte public key; the signature is 64 bytes.
+    static func ed25519Verify(publicKey: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer,
+                              signature: UnsafeRawBufferPointer) -> Bool
+    /// A canonical encoding of a point of the prime-order subgroup, not of small order (SPEC §6.1).
+    static func isValidEd25519PublicKey(_ publicKey: UnsafeRawBufferPointer) -> Bool
+}
+
+/// SHA-256 (FIPS 180-4) as a copyable value: a copy continues from where the original was, so a
+/// prefix shared by many messages is hashed once.
+protocol SHA256Backend: Sendable {
+    init()
+    mutating func update(_ bytes: UnsafeRawBufferPointer)
+    /// Writes the 32-byte digest.
+    consuming func finalize(into digest: UnsafeMutableRawBufferPointer)
+    /// SHA-256(prefix || data) in one call (SPEC §3.2, §4.2: the digests over a canonical URL).
+    static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer)
+}
+
+/// An HMAC-SHA256 key (RFC 2104) with its key schedule prepared once, and the inner state after
+/// the fixed start of every signing input under the key (SPEC §4.2), so a MAC hashes only what
+/// follows it. Shared read-only by every thread; `destroy` wipes and frees what it holds.
+protocol HMACKeyBackend: Sendable {
+    init(secret: UnsafeRawBufferPointer, signingInputPrefix: UnsafeRawBufferPointer)
+    /// HMAC(secret, message) for any message.
+    func authenticate(_ message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
+    /// HMAC(secret, signingInputPrefix || rest).
+    func authenticate(afterPrefix rest: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
+    /// The secret as given, for export (JWK `k`).
+    var secret: [UInt8] { get }
+    /// Starts loading the prepared states into the cache (a large key set: SigningKey.prefetchSecret).
+    func prefetch()
+    func destroy()
+}
+
+/// An Ed25519 private key (RFC 8032 §5.1.5) from its 32-byte seed.
+protocol Ed25519PrivateKeyBackend: Sendable {
+    init(seed: UnsafeRawBufferPointer) throws(SignCoreError)
+    var publicKey: [UInt8] { get }
+    /// The seed, for export (JWK `d`).
+    var seed: [UInt8] { get }
+    /// The 64-byte signature of `message` (deterministic except under CryptoKit).
+    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) -> Bool
+    func destroy()
+}
+
+/// An ECDSA P-256 key (verify-only without its scalar); ES256 signs SHA-256(message) and
+/// writes r || s, 32 bytes each, big-endian (RFC 7518 §3.4).
+protocol P256KeyBackend: Sendable {
+    /// A private scalar in [1, n-1], big-endian; its public point is derived.
+    init(privateKey: UnsafeRawBufferPointer) throws(SignCoreError)
+    /// An uncompressed point 0x04 || x || y that lies on the curve.
+    init(publicKey: UnsafeRawBufferPointer) throws(SignCoreError)
+    /// A fresh private scalar from the CSPRNG.
+    static func generatePrivateKey(into scalar: UnsafeMutableRawBufferPointer) -> Bool
+    /// The uncompressed point (65 bytes).
+    var publicKey: [UInt8] { get }
+    /// Whether the scalar is held (the key can sign).
+    var isPrivate: Bool { get }
+    /// The scalar, for export (JWK `d`); nil for a public key.
+    var privateKey: [UInt8]? { get }
+    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) -> Bool
+    func verify(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool
+    func destroy()
+}

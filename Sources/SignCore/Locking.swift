@@ -1,0 +1,87 @@
+import CSignBytes
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A value reached only under a lock: the `Mutex` of the Synchronization module, which needs
+/// macOS 15 / iOS 18, for every platform SignCore declares (Package.swift). `os_unfair_lock` on
+/// Apple platforms, a default `pthread_mutex_t` elsewhere; lock and value live in memory of their
+/// own, so the wrapper may move. The tools and tests of this package use it too (`@_spi`).
+@_spi(SignCoreTools)
+public struct Locked<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
+    #if canImport(Darwin)
+    private typealias Primitive = os_unfair_lock
+    #else
+    private typealias Primitive = pthread_mutex_t
+    #endif
+
+    private let lock: UnsafeMutablePointer<Primitive>
+    private let value: UnsafeMutablePointer<Value>
+
+    public init(_ initial: consuming Value) {
+        lock = .allocate(capacity: 1)
+        #if canImport(Darwin)
+        lock.initialize(to: os_unfair_lock())
+        #else
+        lock.initialize(to: pthread_mutex_t())
+        let rc = pthread_mutex_init(lock, nil)
+        precondition(rc == 0, "pthread_mutex_init failed")
+        #endif
+        value = .allocate(capacity: 1)
+        value.initialize(to: initial)
+    }
+
+    deinit {
+        #if !canImport(Darwin)
+        pthread_mutex_destroy(lock)
+        #endif
+        lock.deinitialize(count: 1)
+        lock.deallocate()
+        value.deinitialize(count: 1)
+        value.deallocate()
+    }
+
+    /// Runs `body` with the value while holding the lock.
+    public borrowing func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+        #if canImport(Darwin)
+        os_unfair_lock_lock(lock)
+        defer { os_unfair_lock_unlock(lock) }
+        #else
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        #endif
+        return try body(&value.pointee)
+    }
+}
+
+/// A 64-bit word shared between threads without a lock (CSignBytes' compiler atomics; the
+/// Synchronization module's `Atomic` needs macOS 15 / iOS 18). Its memory is its own, so the
+/// wrapper may move. Orderings as named; `relaxed` where the value is a count or a hint.
+@_spi(SignCoreTools)
+public struct AtomicWord: ~Copyable, @unchecked Sendable {
+    private let word: UnsafeMutablePointer<Int64>
+
+    public init(_ initial: Int64) {
+        word = .allocate(capacity: 1)
+        word.initialize(to: initial)
+    }
+
+    deinit { word.deallocate() }
+
+    public func load() -> Int64 { sc_atomic_load_relaxed(word) }
+    public func store(_ value: Int64) { sc_atomic_store_relaxed(word, value) }
+    /// Acquiring and releasing.
+    func exchange(_ value: Int64) -> Int64 { sc_atomic_exchange(word, value) }
+    public func add(_ value: Int64) { _ = sc_atomic_fetch_add_relaxed(word, value) }
+
+    /// Replaces `expected` with `desired`; otherwise returns what the word held instead.
+    func compareExchange(expected: Int64, desired: Int64) -> (exchanged: Bool, original: Int64) {
+        var original = expected
+        let exchanged = sc_atomic_compare_exchange_relaxed(word, &original, desired) != 0
+        return (exchanged, original)
+    }
+}
