@@ -1,6 +1,10 @@
 import AsyncHTTPClient
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 import HTTPTypes
 import NIOCore
@@ -51,7 +55,7 @@ extension HTTPClient {
             signed.headers.remove(name: names.whash.rawName)
             signed.headers.remove(name: names.wtoken.rawName)
             let fields = signed.headers.map { HeaderField($0.name, $0.value) }
-            let headers = try signer.sign(method: method, url: signed.url, bodyWHash: body.whash, headers: fields)
+            let headers = try await signer.signAsync(method: method, url: signed.url, bodyWHash: body.whash, headers: fields)
             signed.headers.add(name: names.whash.rawName, value: headers.whash)
             signed.headers.add(name: names.wtoken.rawName, value: headers.wtoken)
             signed.body = body.make()
@@ -93,7 +97,7 @@ struct FileChunks: AsyncSequence, Sendable {
             var count = 0
             repeat {
                 buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 16) { bytes in
-                    count = Glibc.read(descriptor, bytes.baseAddress, bytes.count)
+                    count = readDescriptor(descriptor, bytes)
                     return Swift.max(0, count)
                 }
             } while count < 0 && errno == EINTR
@@ -105,4 +109,9 @@ struct FileChunks: AsyncSequence, Sendable {
             return buffer
         }
     }
+}
+
+/// read(2) into `bytes` (at file scope: inside the reader, `read` names its own method).
+private func readDescriptor(_ descriptor: Int32, _ bytes: UnsafeMutableRawBufferPointer) -> Int {
+    read(descriptor, bytes.baseAddress, bytes.count)
 }

@@ -22,6 +22,20 @@ extension Signer {
         Self.set(headers, on: &request, names: names)
     }
 
+    /// `sign(_:body:names:)` with any key, external ones included (`Signer.signAsync`).
+    public func signAsync(_ request: inout HTTPRequest, body: [UInt8] = [], names: SignHeaderNames = .standard) async throws(SignCoreError) {
+        let headers = try await signAsync(method: try Self.method(of: request), url: try Self.url(of: request), body: body,
+                                          headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) })
+        Self.set(headers, on: &request, names: names)
+    }
+
+    /// `sign(_:bodyWHash:names:)` with any key, external ones included (`Signer.signAsync`).
+    public func signAsync(_ request: inout HTTPRequest, bodyWHash: SHA256Digest, names: SignHeaderNames = .standard) async throws(SignCoreError) {
+        let headers = try await signAsync(method: try Self.method(of: request), url: try Self.url(of: request), bodyWHash: bodyWHash,
+                                          headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) })
+        Self.set(headers, on: &request, names: names)
+    }
+
     static func method(of request: HTTPRequest) throws(SignCoreError) -> RequestMethod {
         try RequestMethod(token: request.method.rawValue)
     }

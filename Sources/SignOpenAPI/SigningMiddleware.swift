@@ -36,9 +36,9 @@ public struct SigningMiddleware: ClientMiddleware {
             // withUnsafeBytes crashes Swift 6.3's IR generation.)
             for try await chunk in body { chunk.withUnsafeBytes { try? hasher.append($0) } }
         }
-        let headers = try signer.sign(method: try RequestMethod(token: request.method.rawValue), url: try Self.url(of: request, baseURL: baseURL),
-                                      bodyWHash: hasher.finalize(),
-                                      headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) })
+        let headers = try await signer.signAsync(method: try RequestMethod(token: request.method.rawValue),
+                                                 url: try Self.url(of: request, baseURL: baseURL), bodyWHash: hasher.finalize(),
+                                                 headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) })
         var signed = request
         signed.headerFields[names.whash] = headers.whash
         signed.headerFields[names.wtoken] = headers.wtoken

@@ -35,7 +35,7 @@ extension URLSession {
                       _ transfer: (HTTPRequest) async throws -> (Data, HTTPResponse)) async throws -> (Data, HTTPResponse) {
         try await retry.run { _ in
             var signed = request
-            try signer.sign(&signed, bodyWHash: whash, names: names)
+            try await signer.signAsync(&signed, bodyWHash: whash, names: names)
             let (data, response) = try await transfer(signed)
             return ((data, response), response.status.code, response.headerFields[.retryAfter])
         }

@@ -246,6 +246,27 @@ def ed_is_identity(p):
     return x % ED_P == 0 and (y - z) % ED_P == 0
 
 
+def ed_encode(p) -> bytes:
+    x, y, z, _ = p
+    zi = pow(z, ED_P - 2, ED_P)
+    x, y = x * zi % ED_P, y * zi % ED_P
+    return (y | (x & 1) << 255).to_bytes(32, "little")
+
+
+def ed_decode(b: bytes):
+    """A point from its encoding, or None (RFC 8032 §5.1.3, without the checks of §6.1)."""
+    y = int.from_bytes(b, "little") & ((1 << 255) - 1)
+    x2 = (y * y - 1) * pow(ED_D * y * y + 1, ED_P - 2, ED_P) % ED_P
+    x = pow(x2, (ED_P + 3) // 8, ED_P)
+    if (x * x - x2) % ED_P:
+        x = x * pow(2, (ED_P - 1) // 4, ED_P) % ED_P
+    if (x * x - x2) % ED_P:
+        return None
+    if x & 1 != b[31] >> 7:
+        x = ED_P - x
+    return (x, y, 1, x * y % ED_P)
+
+
 def ed25519_point_ok(b: bytes) -> bool:
     y = int.from_bytes(b, "little") & ((1 << 255) - 1)
     if y >= ED_P:
@@ -1010,6 +1031,12 @@ def generate_jwk():
     add("§6.1 Ed25519 x of small order (the identity point)", dumps(without(dict(KEYS["ed25519"], x=b64u(b"\x01" + bytes(31))), "d")))
     add("§6.1 Ed25519 x not canonical (y = p + 1)", dumps(without(dict(KEYS["ed25519"], x=b64u((ED_P + 1).to_bytes(32, "little"))), "d")))
     add("§6.1 Ed25519 x not on the curve", dumps(without(dict(KEYS["ed25519"], x=b64u((2).to_bytes(32, "little"))), "d")))
+    # A point of order 8 (libsodium's blocklist), alone and added to a valid key: on the curve and
+    # canonical, but of small order, or outside the prime-order subgroup.
+    order8 = bytes.fromhex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05")
+    add("§6.1 Ed25519 x of small order (a point of order 8)", dumps(without(dict(KEYS["ed25519"], x=b64u(order8)), "d")))
+    mixed = ed_encode(ed_add(ed_decode(unb64u(KEYS["ed25519"]["x"])), ed_decode(order8)))
+    add("§6.1 Ed25519 x of mixed order (a valid key plus a point of order 8)", dumps(without(dict(KEYS["ed25519"], x=b64u(mixed)), "d")))
     P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
     add("§6.1 P-256 x equal to the field prime p (coordinates must be below p)", dumps(dict(KEYS["p256Public"], x=b64u(P256_P.to_bytes(32, "big")))))
 

@@ -1,0 +1,205 @@
+#if SIGNCORE_SWIFT_CRYPTO
+import Crypto
+import CSignBytes
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The backend on apple/swift-crypto: CryptoKit on Apple platforms (the one used there), BoringSSL
+/// on Linux with the `SwiftCryptoBackend` trait. Its key objects wipe themselves when released
+/// (swift-crypto's SecureBytes and digest contexts); the copies this file makes of secret bytes
+/// are wiped here.
+enum SwiftCrypto: CryptoBackendProtocol {
+    static var name: String {
+        #if canImport(CryptoKit)
+        "swift-crypto (CryptoKit)"
+        #else
+        "swift-crypto (BoringSSL)"
+        #endif
+    }
+
+    static func start() -> Bool { true }
+
+    /// The library's CSPRNG (BoringSSL's RAND_bytes, or the system's under CryptoKit), through a
+    /// random symmetric key: one call for up to 32 bytes.
+    static func randomBytes(into buffer: UnsafeMutableRawBufferPointer) {
+        var offset = 0
+        while offset < buffer.count {
+            let count = min(32, buffer.count - offset)
+            SymmetricKey(size: .bits256).withUnsafeBytes { random in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + count)])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: random[..<count]))
+            }
+            offset += count
+        }
+    }
+
+    static func nonceBytes(into buffer: UnsafeMutableRawBufferPointer) { randomBytes(into: buffer) }
+
+    static func ed25519Verify(publicKey: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer,
+                              signature: UnsafeRawBufferPointer) -> Bool {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey) else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+
+    /// swift-crypto decodes a point only when it verifies, and checks neither its subgroup nor a
+    /// small order: SignCore's own check (Ed25519PointCheck.swift) does what libsodium does.
+    static func isValidEd25519PublicKey(_ publicKey: UnsafeRawBufferPointer) -> Bool { Ed25519PointCheck.isValid(publicKey) }
+
+    struct SHA256: SHA256Backend {
+        private var hasher = Crypto.SHA256()
+
+        init() {}
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
+
+        consuming func finalize(into digest: UnsafeMutableRawBufferPointer) {
+            hasher.finalize().withUnsafeBytes { digest.copyMemory(from: $0) }
+        }
+
+        static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) {
+            var hasher = Self()
+            hasher.update(prefix)
+            hasher.update(data)
+            hasher.finalize(into: digest)
+        }
+    }
+
+    /// HMAC (RFC 2104) from SHA-256 states prepared once: after the key XOR ipad block, after that
+    /// and the signing-input prefix, and after the key XOR opad block. (swift-crypto's own
+    /// HMAC hashes the outer key block again for every message.)
+    struct HMACKey: HMACKeyBackend {
+        private let inner: Crypto.SHA256
+        private let prefixedInner: Crypto.SHA256
+        private let outer: Crypto.SHA256
+        /// The secret, for export; SymmetricKey wipes its bytes when released.
+        private let key: SymmetricKey
+
+        init(secret: UnsafeRawBufferPointer, signingInputPrefix prefix: UnsafeRawBufferPointer) {
+            key = SymmetricKey(data: secret)
+            var inner = Crypto.SHA256(), outer = Crypto.SHA256()
+            withUnsafeTemporaryAllocation(byteCount: 64, alignment: 16) { block in
+                block.initializeMemory(as: UInt8.self, repeating: 0)
+                if secret.count > 64 {
+                    Crypto.SHA256.hash(data: secret).withUnsafeBytes { block.copyMemory(from: $0) }
+                } else {
+                    block.copyMemory(from: secret)
+                }
+                for i in 0..<64 { block[i] ^= 0x36 }
+                inner.update(bufferPointer: UnsafeRawBufferPointer(block))
+                for i in 0..<64 { block[i] ^= 0x36 ^ 0x5C }
+                outer.update(bufferPointer: UnsafeRawBufferPointer(block))
+                sc_memzero(block.baseAddress, block.count)
+            }
+            self.inner = inner
+            self.outer = outer
+            var prefixed = inner
+            prefixed.update(bufferPointer: prefix)
+            prefixedInner = prefixed
+        }
+
+        private func finish(_ inner: consuming Crypto.SHA256, into tag: UnsafeMutableRawBufferPointer) {
+            var outer = self.outer
+            inner.finalize().withUnsafeBytes { outer.update(bufferPointer: $0) }
+            outer.finalize().withUnsafeBytes { tag.copyMemory(from: $0) }
+        }
+
+        func authenticate(_ message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer) {
+            var hasher = inner
+            hasher.update(bufferPointer: message)
+            finish(hasher, into: tag)
+        }
+
+        func authenticate(afterPrefix rest: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer) {
+            var hasher = prefixedInner
+            hasher.update(bufferPointer: rest)
+            finish(hasher, into: tag)
+        }
+
+        var secret: [UInt8] { key.withUnsafeBytes { Array($0) } }
+
+        func prefetch() {}
+        func destroy() {}
+    }
+
+    struct Ed25519PrivateKey: Ed25519PrivateKeyBackend {
+        private let key: Curve25519.Signing.PrivateKey
+        let publicKey: [UInt8]
+
+        init(seed: UnsafeRawBufferPointer) throws(SignCoreError) {
+            guard seed.count == 32, let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: seed) else {
+                throw SignCoreError(.invalidKey, "an Ed25519 seed must be 32 bytes")
+            }
+            self.key = key
+            publicKey = Array(key.publicKey.rawRepresentation)
+        }
+
+        /// (swift-crypto hands the seed out as a Data of its own, released unwiped: only JWK
+        /// export asks for it.)
+        var seed: [UInt8] { Array(key.rawRepresentation) }
+
+        func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) -> Bool {
+            guard let signed = try? key.signature(for: message), signed.count == 64 else { return false }
+            signed.withUnsafeBytes { signature.copyMemory(from: $0) }
+            return true
+        }
+
+        func destroy() {}
+    }
+
+    struct P256Key: P256KeyBackend {
+        private let privateKeyObject: P256.Signing.PrivateKey?
+        private let publicKeyObject: P256.Signing.PublicKey
+        let publicKey: [UInt8]
+
+        init(privateKey scalar: UnsafeRawBufferPointer) throws(SignCoreError) {
+            guard scalar.count == 32, let key = try? P256.Signing.PrivateKey(rawRepresentation: scalar) else {
+                throw SignCoreError(.invalidKey, "the P-256 private key is not in [1, n-1]")
+            }
+            privateKeyObject = key
+            publicKeyObject = key.publicKey
+            publicKey = Array(key.publicKey.x963Representation)
+        }
+
+        init(publicKey point: UnsafeRawBufferPointer) throws(SignCoreError) {
+            guard point.count == 65, point.first == 0x04, let key = try? P256.Signing.PublicKey(x963Representation: point) else {
+                throw SignCoreError(.invalidKey, "the P-256 public key is not a point on the curve")
+            }
+            privateKeyObject = nil
+            publicKeyObject = key
+            publicKey = Array(point)
+        }
+
+        /// 32 random bytes until they are a scalar in [1, n-1] (a retry has odds below 2⁻³²):
+        /// uniform, and no copy of the scalar outside `scalar`.
+        static func generatePrivateKey(into scalar: UnsafeMutableRawBufferPointer) -> Bool {
+            guard scalar.count == 32 else { return false }
+            for _ in 0..<8 {
+                randomBytes(into: scalar)
+                if (try? P256.Signing.PrivateKey(rawRepresentation: UnsafeRawBufferPointer(scalar))) != nil { return true }
+            }
+            return false
+        }
+
+        var isPrivate: Bool { privateKeyObject != nil }
+        /// (As the Ed25519 seed: a Data of swift-crypto's own, only for JWK export.)
+        var privateKey: [UInt8]? { privateKeyObject.map { Array($0.rawRepresentation) } }
+
+        func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) -> Bool {
+            guard let signed = try? privateKeyObject?.signature(for: message) else { return false }
+            signed.rawRepresentation.withUnsafeBytes { signature.copyMemory(from: $0) }
+            return true
+        }
+
+        func verify(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
+            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+            return publicKeyObject.isValidSignature(parsed, for: message)
+        }
+
+        func destroy() {}
+    }
+}
+
+#endif

@@ -1,0 +1,182 @@
+#if canImport(CSignShim)
+import CSignShim
+#endif
+import Testing
+@testable import SignCore
+
+/// The crypto backend of this build (Crypto/CryptoBackend.swift) against published answers, and
+/// SignCore's own Ed25519 point check against libsodium's. The whole suite runs with each backend
+/// (`swift test` and `swift test --traits SwiftCryptoBackend`).
+@Suite struct CryptoBackendTests {
+    @Test func theBuildRunsOnTheBackendItWasBuiltFor() {
+        #if SIGNCORE_SWIFT_CRYPTO
+        #expect(SignCoreVersion.cryptoBackend.hasPrefix("swift-crypto"))
+        #else
+        #expect(SignCoreVersion.cryptoBackend.hasPrefix("libsodium"))
+        #endif
+    }
+
+    /// RFC 4231 §4.2-4.8 (all but the truncated case 5), keys of 20 to 131 bytes, through the
+    /// backend's prepared key: a secret longer than a block is hashed first (cases 6 and 7).
+    @Test(arguments: [
+        ("0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "4869205468657265", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
+        ("4a656665", "7768617420646f2079612077616e7420666f72206e6f7468696e673f", "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
+        (String(repeating: "aa", count: 20), String(repeating: "dd", count: 50), "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+        ("0102030405060708090a0b0c0d0e0f10111213141516171819", String(repeating: "cd", count: 50), "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"),
+        (String(repeating: "aa", count: 131), "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579202d2048617368204b6579204669727374",
+         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+        (String(repeating: "aa", count: 131),
+         "5468697320697320612074657374207573696e672061206c6172676572207468616e20626c6f636b2d73697a65206b657920616e642061206c6172676572207468616e20626c6f636b2d73697a6520646174612e20546865206b6579206e6565647320746f20626520686173686564206265666f7265206265696e6720757365642062792074686520484d414320616c676f726974686d2e",
+         "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
+    ])
+    func hmacMatchesRFC4231(_ keyHex: String, _ dataHex: String, _ macHex: String) {
+        let secret = hex(keyHex), data = hex(dataHex)
+        for split in [0, 1, data.count / 2, data.count] {  // the "prefix" absorbed at key set-up
+            let key = secret.withUnsafeBytes { s in
+                data.withUnsafeBytes { CryptoBackend.HMACKey(secret: s, signingInputPrefix: UnsafeRawBufferPointer(rebasing: $0[..<split])) }
+            }
+            defer { key.destroy() }
+            var whole = [UInt8](repeating: 0, count: 32), continued = whole
+            data.withUnsafeBytes { message in
+                whole.withUnsafeMutableBytes { key.authenticate(message, into: $0) }
+                continued.withUnsafeMutableBytes { key.authenticate(afterPrefix: UnsafeRawBufferPointer(rebasing: message[split...]), into: $0) }
+            }
+            #expect(whole == hex(macHex))
+            #expect(continued == hex(macHex), "prefix of \(split) bytes")
+            #expect(key.secret == secret)
+        }
+    }
+
+    /// FIPS 180-4 examples ("abc", the 448-bit message, one million "a"), incrementally and in one call.
+    @Test func sha256MatchesFIPS180() {
+        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        for (message, digest) in [
+            (Array("abc".utf8), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            (Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+            (million, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+        ] {
+            var hasher = SHA256Hasher()
+            for chunk in stride(from: 0, to: message.count, by: 4099) { hasher.update(message[chunk..<min(chunk + 4099, message.count)]) }
+            #expect(hasher.finalize().bytes == hex(digest))
+            let split = message.count / 3
+            let oneCall = message.withUnsafeBytes {
+                SHA256Hasher.hash(prefix: UnsafeRawBufferPointer(rebasing: $0[..<split]), UnsafeRawBufferPointer(rebasing: $0[split...]))
+            }
+            #expect(oneCall.bytes == hex(digest))
+        }
+    }
+
+    /// RFC 8032 §7.1 test 2: the seed's public key and its (deterministic) signature; CryptoKit on
+    /// Apple platforms randomises Ed25519 signatures, so there only the verification is checked.
+    @Test func ed25519MatchesRFC8032() throws {
+        let key = try SigningKey.ed25519(seed: hex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"))
+        #expect(key.publicKey == hex("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"))
+        let message: [UInt8] = [0x72]
+        let expected = hex("92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00")
+        var signature = [UInt8](repeating: 0, count: 64)
+        try message.withUnsafeBytes { m in try signature.withUnsafeMutableBytes { try key.sign(m, into: $0) } }
+        #if !canImport(CryptoKit)
+        #expect(signature == expected)
+        #endif
+        for candidate in [signature, expected] {
+            #expect(message.withUnsafeBytes { m in candidate.withUnsafeBytes { key.isValidSignature($0, for: m) } })
+        }
+        var forged = expected
+        forged[0] ^= 1
+        #expect(!message.withUnsafeBytes { m in forged.withUnsafeBytes { key.isValidSignature($0, for: m) } })
+    }
+
+    /// P-256: scalars 0 and n are refused, a signature verifies, and so does its malleated twin
+    /// (r, n − s), which SPEC §4.5 accepts; another message or key does not.
+    @Test func p256SignsAndVerifies() throws {
+        let n = hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
+        #expect(throws: SignCoreError.self) { try SigningKey.p256(privateKey: [UInt8](repeating: 0, count: 32)) }
+        #expect(throws: SignCoreError.self) { try SigningKey.p256(privateKey: n) }
+        let key = try SigningKey.generate(.p256), other = try SigningKey.generate(.p256)
+        #expect(key.publicKey.count == 65 && key.publicKey[0] == 4)
+        #expect(try SigningKey.p256(privateKey: key.exportSecret() ?? []).publicKey == key.publicKey)
+        let message = Array("SignCore/3 signing input".utf8)
+        var signature = [UInt8](repeating: 0, count: 64)
+        try message.withUnsafeBytes { m in try signature.withUnsafeMutableBytes { try key.sign(m, into: $0) } }
+        func valid(_ k: SigningKey, _ s: [UInt8], _ m: [UInt8]) -> Bool { m.withUnsafeBytes { m in s.withUnsafeBytes { k.isValidSignature($0, for: m) } } }
+        #expect(valid(key, signature, message))
+        #expect(valid(try key.publicOnly(), signature, message))
+        #expect(valid(key, Array(signature[..<32]) + subtract(n, Array(signature[32...])), message))
+        #expect(!valid(other, signature, message))
+        #expect(!valid(key, signature, message + [0]))
+        #expect(!valid(key, Array(signature[..<32]) + [UInt8](repeating: 0, count: 32), message))
+    }
+
+    @Test func randomBytesDiffer() throws {
+        var seen = Set<[UInt8]>()
+        for _ in 0..<1000 { seen.insert(Nonce.random().bytes) }
+        #expect(seen.count == 1000)
+        let a = try SigningKey.generate(.hmacSHA256).exportSecret(), b = try SigningKey.generate(.hmacSHA256).exportSecret()
+        #expect(a != b && a?.count == 32)
+    }
+
+    #if canImport(CSignShim)
+    /// SignCore's Ed25519 point check (used by the swift-crypto backend) gives libsodium's answer
+    /// for random strings (about 1 in 16 is a valid point), for public keys and their negations,
+    /// and for every small-order point alone or added to a valid key.
+    @Test func ed25519PointCheckAgreesWithLibsodium() throws {
+        func both(_ bytes: [UInt8]) -> (swift: Bool, sodium: Bool) {
+            bytes.withUnsafeBytes { (Ed25519PointCheck.isValid($0), sc_ed25519_is_valid_point($0.baseAddress) == 1) }
+        }
+        #expect(sc_init() == 0)
+        var rng = SystemRandomNumberGenerator(), validCount = 0
+        for _ in 0..<4000 {
+            let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let (swift, sodium) = both(bytes)
+            #expect(swift == sodium, "\(bytes)")
+            if sodium { validCount += 1 }
+        }
+        #expect(validCount > 100)
+        for _ in 0..<200 {
+            var publicKey = try SigningKey.generate(.ed25519).publicKey
+            #expect(both(publicKey) == (true, true))
+            publicKey[31] ^= 0x80
+            let negated = both(publicKey)
+            #expect(negated.swift == negated.sodium)
+        }
+        // libsodium's small-order list, with the sign bit set too, and y = p ... 2^255 - 1.
+        for encoding in smallOrder + (0...18).map({ [0xED + UInt8($0)] + [UInt8](repeating: 0xFF, count: 30) + [0x7F] }) {
+            var signed = encoding
+            signed[31] |= 0x80
+            #expect(both(encoding) == (false, false))
+            #expect(both(signed) == (false, false))
+        }
+    }
+
+    #endif
+
+    @Test func ed25519PointCheckTakesExactly32Bytes() {
+        let valid = hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")  // RFC 8032 §7.1 test 1
+        #expect(valid.withUnsafeBytes { Ed25519PointCheck.isValid($0) })
+        for bytes in [[], Array(valid.dropLast()), valid + [0]] { #expect(!bytes.withUnsafeBytes { Ed25519PointCheck.isValid($0) }) }
+    }
+}
+
+/// libsodium's list of small-order encodings (ed25519_ref10.c).
+private let smallOrder: [[UInt8]] = [
+    "0000000000000000000000000000000000000000000000000000000000000000", "0100000000000000000000000000000000000000000000000000000000000000",
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05", "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+].map(hex)
+
+private func hex(_ text: String) -> [UInt8] {
+    let digits = Array(text.utf8).map { UInt8(($0 & 0xF) + ($0 >> 6) * 9) }
+    return stride(from: 0, to: digits.count - 1, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
+}
+
+/// a − b for 32-byte big-endian numbers with a ≥ b.
+private func subtract(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] {
+    var result = [UInt8](repeating: 0, count: 32), borrow = 0
+    for i in (0..<32).reversed() {
+        let difference = Int(a[i]) - Int(b[i]) - borrow
+        result[i] = UInt8((difference + 256) % 256)
+        borrow = difference < 0 ? 1 : 0
+    }
+    return result
+}
