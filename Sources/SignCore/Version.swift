@@ -3,6 +3,9 @@ public enum SignCoreVersion {
     public static let spec = "SignCore/3"
     /// The crypto backend this build runs on (Crypto/CryptoBackend.swift), for reports.
     public static let cryptoBackend = CryptoBackend.name
+    /// Whether an Ed25519 signature depends only on key and message (RFC 8032): true except under
+    /// CryptoKit, which hedges it with randomness (the EdDSA sign vectors then verify-only).
+    public static let ed25519SignaturesAreDeterministic = CryptoBackend.ed25519IsDeterministic
 }
 
 /// One-time start of the crypto backend (libsodium's `sodium_init`, the nonce generator's fork

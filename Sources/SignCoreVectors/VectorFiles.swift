@@ -96,7 +96,8 @@ public struct WTokenVectors: Decodable, Sendable {
         public let method: String
         public let url: String
         public let body: BodySpec?
-        public let created: Int64
+        /// `var`: a test derives a case that must fail from one that passes.
+        public var created: Int64
         public let lifetime: Int64
         public let nonce: String
         public let account: String

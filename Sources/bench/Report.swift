@@ -1,5 +1,6 @@
 import CBench
 import Foundation
+import SignCore
 
 /// One measured operation.
 struct Row: Codable {
@@ -86,6 +87,9 @@ struct Machine: Codable {
     var family: String
     var cores: Int
     var kernel: String
+    /// The engine's crypto backend (SignCoreVersion.cryptoBackend); the floors are always raw
+    /// libsodium and OpenSSL.
+    var backend: String
     var openssl: String
     var libsodium: String
     /// How SHA-256 finishes messages of up to 512 bytes here, as the shim chose at start-up.
@@ -105,7 +109,7 @@ struct Machine: Codable {
         return Machine(cpu: field("model name") ?? "unknown CPU",
                        family: "family \(field("cpu family") ?? "?") model \(field("model\t") ?? "?")",
                        cores: ProcessInfo.processInfo.activeProcessorCount, kernel: "Linux " + kernel,
-                       openssl: String(cString: bench_openssl_version()), libsodium: String(cString: bench_sodium_version()),
+                       backend: SignCoreVersion.cryptoBackend, openssl: String(cString: bench_openssl_version()), libsodium: String(cString: bench_sodium_version()),
                        shortSHA256: bench_sha256_short_path() != 0 ? "padded in place, block function (measured faster)"
                            : "SHA256_Update/SHA256_Final (measured faster)",
                        loadAtStart: loadAverage())
@@ -118,6 +122,7 @@ struct Machine: Codable {
 
     var summary: String {
         "\(cpu) (\(family)), \(cores) cores, \(kernel), \(openssl), libsodium \(libsodium)\n"
+            + "Engine backend: \(backend) (floors: raw libsodium and OpenSSL)\n"
             + "Short SHA-256: \(shortSHA256); load average \(loadAtStart) at start"
     }
 }

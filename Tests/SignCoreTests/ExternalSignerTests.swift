@@ -49,6 +49,10 @@ import Testing
         let key = try SigningKey.external(holder)
         #expect(key.id == holder.key.id)  // the same RFC 7638 thumbprint as the key it stands for
         #expect(key.canSign && key.publicKey == holder.publicKey)
+        // Its JWK is the public key's, so a server registers it like any other.
+        let jwk = try JWK.serialize(key, includePrivate: false)
+        #expect(jwk == (try JWK.serialize(holder.key.publicOnly(), includePrivate: false)))
+        #expect(try JWK.parseKey(jwk).id == key.id)
         let clock = TestClock(1_790_000_000)
         let signer = try Signer(key: key, account: "alice", coveredHeaders: ["content-type"], clock: clock.function)
         let verifier = try verifier(for: key, clock: clock)

@@ -21,6 +21,17 @@ extension JWKVectors.SetCase: CustomTestStringConvertible { public var testDescr
     @Test(arguments: try urls().pairs) func canonicalPair(_ tc: CanonicalURLVectors.Pair) { #expect(VectorCheck.canonicalPair(tc) == []) }
     @Test(arguments: try whashes().tests) func whash(_ tc: WHashVectors.Case) { #expect(VectorCheck.whash(tc) == []) }
     @Test(arguments: try tokens().sign) func sign(_ tc: WTokenVectors.SignCase) throws { #expect(VectorCheck.sign(tc, in: try Self.tokens()) == []) }
+    /// The check CryptoKit's hedged Ed25519 gets (everything but the signature compared, the
+    /// signature verified), run here too so that it is known to pass and to fail.
+    @Test func hedgedEd25519SignCheck() throws {
+        let file = try Self.tokens()
+        let eddsa = file.sign.filter { $0.expected != nil && (try? file.key($0.key).algorithm) == .ed25519 }
+        #expect(!eddsa.isEmpty)
+        for tc in eddsa { #expect(VectorCheck.sign(tc, in: file, deterministicEd25519: false) == []) }
+        var wrong = try #require(eddsa.first)
+        wrong.created += 1  // another creation time: the token no longer matches
+        #expect(VectorCheck.sign(wrong, in: file, deterministicEd25519: false) != [])
+    }
     @Test(arguments: try tokens().verify) func verify(_ tc: WTokenVectors.VerifyCase) async throws { #expect(await VectorCheck.verify(tc, in: try Self.tokens()) == []) }
     @Test(arguments: try jwks().tests) func jwk(_ tc: JWKVectors.Case) { #expect(VectorCheck.jwk(tc) == []) }
     @Test(arguments: try jwks().sets) func jwkSet(_ tc: JWKVectors.SetCase) { #expect(VectorCheck.jwkSet(tc) == []) }

@@ -24,6 +24,8 @@ protocol CryptoBackendProtocol {
 
     /// The libraries and versions, for reports ("libsodium 1.0.18, OpenSSL 3.0.x").
     static var name: String { get }
+    /// Whether Ed25519 signatures are the deterministic ones of RFC 8032 (CryptoKit hedges them).
+    static var ed25519IsDeterministic: Bool { get }
     /// One-time library start-up; false when a library cannot start (every key then refuses).
     static func start() -> Bool
 

@@ -8,6 +8,8 @@ import CSignShim
 enum LibsodiumOpenSSL: CryptoBackendProtocol {
     static var name: String { "libsodium + OpenSSL libcrypto (CSignShim)" }
 
+    static var ed25519IsDeterministic: Bool { true }
+
     static func start() -> Bool { sc_init() == 0 }
 
     static func randomBytes(into buffer: UnsafeMutableRawBufferPointer) { sc_random_bytes(buffer.baseAddress, buffer.count) }

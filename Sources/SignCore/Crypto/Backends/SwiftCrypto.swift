@@ -20,6 +20,12 @@ enum SwiftCrypto: CryptoBackendProtocol {
         #endif
     }
 
+    #if canImport(CryptoKit)
+    static var ed25519IsDeterministic: Bool { false }
+    #else
+    static var ed25519IsDeterministic: Bool { true }
+    #endif
+
     static func start() -> Bool { true }
 
     /// The library's CSPRNG (BoringSSL's RAND_bytes, or the system's under CryptoKit), through a
