@@ -3,7 +3,7 @@
 // CI replays the crashers in Crashers/ and runs each target briefly.
 import PackageDescription
 
-let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerify", "FuzzJWK", "FuzzCoveredHeaders", "FuzzBase64"]
+let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerify", "FuzzJWK", "FuzzCoveredHeaders", "FuzzBase64", "FuzzEd25519Point"]
 
 let package = Package(
     name: "FuzzTesting",

@@ -7,6 +7,33 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#if defined(__APPLE__)
+#include <stdlib.h>
+#else
+#include <errno.h>
+#include <sys/random.h>
+#endif
+
+#if defined(__APPLE__)
+int sc_os_random(void *out, size_t length) {
+    arc4random_buf(out, length);
+    return 0;
+}
+#else
+int sc_os_random(void *out, size_t length) {
+    unsigned char *p = out;
+    while (length > 0) {
+        ssize_t n = getrandom(p, length, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += n;
+        length -= (size_t)n;
+    }
+    return 0;
+}
+#endif
 
 /* Constant time: every byte is read, differences are folded into one word eight bytes at a
    time, and only the fold is tested (sodium_memcmp goes byte by byte through volatile reads). */

@@ -2,7 +2,7 @@
 import CSignShim
 #endif
 import Testing
-@testable import SignCore
+@_spi(Fuzzing) @testable import SignCore
 
 /// The crypto backend of this build (Crypto/CryptoBackend.swift) against published answers, and
 /// SignCore's own Ed25519 point check against libsodium's. The whole suite runs with each backend

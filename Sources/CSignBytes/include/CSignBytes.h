@@ -24,6 +24,13 @@
 int sc_memcmp(const void *a, const void *b, size_t length) SC_MUST_CHECK;
 void sc_memzero(void *p, size_t length);
 
+/* ---- The operating system's CSPRNG ------------------------------------------------------- */
+
+/* `length` bytes from getrandom(2) on Linux, arc4random_buf on Apple platforms: one call for a
+   nonce. Returns 0, or -1 when the kernel refuses (the swift-crypto backend's random bytes; the
+   libsodium backend has its own generator). */
+int sc_os_random(void *out, size_t length) SC_MUST_CHECK;
+
 /* ---- Atomics ---------------------------------------------------------------------------- */
 
 /* One 64-bit word read and written atomically, with the orderings SignCore uses, for Swift code

@@ -1,13 +1,15 @@
 /// Validation of Ed25519 public-key encodings with the semantics of libsodium's
-/// `crypto_core_ed25519_is_valid_point`, in dependency-free Swift.
+/// `crypto_core_ed25519_is_valid_point` (SPEC §6.1), in dependency-free Swift: the swift-crypto
+/// backend's check, since swift-crypto validates no point (tested and fuzzed against libsodium).
 ///
 /// Intended for public data only: it is NOT constant time. Field elements are 4
 /// little-endian 64-bit limbs modulo p = 2^255 - 19, kept below 2^256 and fully
 /// reduced only for comparisons; points use extended twisted Edwards coordinates
 /// (RFC 8032 §5.1.4). Only wrapping or overflow-reporting arithmetic is used.
-enum Ed25519PointCheck {
+@_spi(Fuzzing)
+public enum Ed25519PointCheck {
     /// Whether `encoding` (exactly 32 bytes, else false) is the canonical encoding (y < p, the sign bit ignored for this test) of a point on the curve, in the prime-order subgroup, and not of small order.
-    static func isValid(_ encoding: UnsafeRawBufferPointer) -> Bool {
+    public static func isValid(_ encoding: UnsafeRawBufferPointer) -> Bool {
         guard encoding.count == 32 else { return false }
         func limb(_ i: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(encoding[8 * i + $1]) << UInt64(8 * $1) } }
         let y = F(limb(0), limb(1), limb(2), limb(3) & 0x7fff_ffff_ffff_ffff), sign = limb(3) >> 63

@@ -1,0 +1,43 @@
+import Testing
+@_spi(SignCoreTools) @testable import SignCore
+
+/// The lock and atomic word that stand in for the Synchronization module (macOS 15 / iOS 18):
+/// no update lost when threads race on them.
+@Suite struct LockingTests {
+    final class Shared: Sendable {
+        let counter = Locked(0), word = AtomicWord(0), casWord = AtomicWord(0)
+    }
+
+    @Test func lockedAndAtomicUpdatesAreNeverLost() async {
+        let shared = Shared()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<20_000 {
+                        shared.counter.withLock { $0 += 1 }
+                        shared.word.add(1)
+                        var current = shared.casWord.load()
+                        while true {
+                            let (exchanged, seen) = shared.casWord.compareExchange(expected: current, desired: current + 2)
+                            if exchanged { break }
+                            current = seen
+                        }
+                    }
+                }
+            }
+        }
+        #expect(shared.counter.withLock { $0 } == 160_000)
+        #expect(shared.word.load() == 160_000)
+        #expect(shared.casWord.load() == 320_000)
+        #expect(shared.word.exchange(-1) == 160_000 && shared.word.load() == -1)
+    }
+
+    @Test func lockedHoldsNoncopyableValuesAndRethrowsTypedErrors() {
+        struct Unique: ~Copyable { var value = 1 }
+        let unique = Locked(Unique())
+        #expect(unique.withLock { $0.value += 1; return $0.value } == 2)
+        #expect(throws: SignCoreError(.overloaded, "full")) {
+            try unique.withLock { (_) throws(SignCoreError) in throw SignCoreError(.overloaded, "full") }
+        }
+    }
+}
