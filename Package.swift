@@ -34,6 +34,8 @@ var core: [Target] = [
     // The engine: canonical form, whash, wtoken, keys, signer, verifier, replay guard.
     .target(
         name: "SignCore",
+        // swift-crypto under either condition (with the trait on, SwiftPM warns of a duplicate
+        // product and keeps one entry, which is enough on every platform).
         dependencies: ["CSignBytes",
                        .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: apple)),
                        .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: [swiftCryptoTrait]))]

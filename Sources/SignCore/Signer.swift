@@ -15,7 +15,7 @@ public struct SignedHeaders: Sendable, Equatable {
 /// Signs outgoing requests with one key (the client side; SPEC §4).
 ///
 /// A value type: configure it once (key, lifetime, account, covered headers), then call `sign`
-/// per request.
+/// per request, or `signAsync`, which also signs with an external key (`ExternalSigner`).
 public struct Signer: Sendable {
     public let key: SigningKey
     /// Seconds a token stays valid after its creation (1–86400).
@@ -205,9 +205,9 @@ public struct Signer: Sendable {
         return Prepared(whash: digests.whash, target: digests.target, covered: covered, created: created, nonce: nonce)
     }
 
-    /// The signing input (SPEC §4.2) as bytes, for a signer outside this process.
-    private func signingInput(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
-                              nonce: Nonce) -> [UInt8] {
+    /// The signing input (SPEC §4.2) built in stack memory, handed to `body` with the account's bytes.
+    private func withSigningInput<R>(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
+                                     nonce: Nonce, _ body: (_ input: UnsafeRawBufferPointer, _ account: UnsafeRawBufferPointer) -> R) -> R {
         var account = account
         return account.withUTF8 { utf8 in
             let account = UnsafeRawBufferPointer(utf8)
@@ -216,26 +216,24 @@ public struct Signer: Sendable {
                 input.append(key.signingInputPrefix)
                 SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
                                        accountByteCount: account.count, headers: headers, into: &input) { $0.append(account) }
-                return Array(input.written)
+                return body(input.written, account)
             }
         }
+    }
+
+    /// The signing input as bytes, for a signer outside this process.
+    private func signingInput(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
+                              nonce: Nonce) -> [UInt8] {
+        withSigningInput(whash: whash, target: target, headers: headers, created: created, nonce: nonce) { input, _ in Array(input) }
     }
 
     private func token(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
                        nonce: Nonce) throws(SignCoreError) -> String {
         var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
-        var account = account
         var failure: SignCoreError?
-        let token = account.withUTF8 { utf8 in
-            let account = UnsafeRawBufferPointer(utf8)
-            withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
-                var input = ByteWriter(scratch)
-                input.append(key.signingInputPrefix)
-                SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
-                                       accountByteCount: account.count, headers: headers, into: &input) { $0.append(account) }
-                withUnsafeMutableBytes(of: &signature) { out in
-                    do throws(SignCoreError) { try key.sign(input.written, into: out, startsWithPrefix: true) } catch { failure = error }
-                }
+        let token = withSigningInput(whash: whash, target: target, headers: headers, created: created, nonce: nonce) { input, account in
+            withUnsafeMutableBytes(of: &signature) { out in
+                do throws(SignCoreError) { try key.sign(input, into: out, startsWithPrefix: true) } catch { failure = error }
             }
             return withUnsafeBytes(of: signature) { signature in
                 encodeToken(target: target, created: created, nonce: nonce, account: account,

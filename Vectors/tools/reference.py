@@ -268,18 +268,11 @@ def ed_decode(b: bytes):
 
 
 def ed25519_point_ok(b: bytes) -> bool:
-    y = int.from_bytes(b, "little") & ((1 << 255) - 1)
-    if y >= ED_P:
+    if int.from_bytes(b, "little") & ((1 << 255) - 1) >= ED_P:
         return False
-    x2 = (y * y - 1) * pow(ED_D * y * y + 1, ED_P - 2, ED_P) % ED_P
-    x = pow(x2, (ED_P + 3) // 8, ED_P)
-    if (x * x - x2) % ED_P:
-        x = x * pow(2, (ED_P - 1) // 4, ED_P) % ED_P
-    if (x * x - x2) % ED_P:
+    point = ed_decode(b)
+    if point is None:
         return False
-    if x & 1 != b[31] >> 7:
-        x = ED_P - x
-    point = (x, y, 1, x * y % ED_P)
     return not ed_is_identity(ed_mul(8, point)) and ed_is_identity(ed_mul(ED_L, point))
 
 
