@@ -56,7 +56,10 @@ var core: [Target] = [
     ),
     .testTarget(
         name: "SignCoreTests",
-        dependencies: ["SignCore", "SignCoreVectors", "CSignBytes"] + (onLinux ? [.target(name: "CSignShim", condition: .when(platforms: [.linux]))] : []),
+        dependencies: ["SignCore", "SignCoreVectors", "CSignBytes",
+                       .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: apple)),
+                       .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: [swiftCryptoTrait]))]
+            + (onLinux ? [.target(name: "CSignShim", condition: .when(platforms: [.linux]))] : []),
         swiftSettings: backendSettings
     ),
 ]

@@ -125,3 +125,34 @@ import Testing
         #expect(throws: SignCoreError.self) { try SigningKey.external(try SoftwareHolder(.p256), id: "not a key id") }
     }
 }
+
+#if SIGNCORE_SWIFT_CRYPTO
+import Crypto
+
+/// The README's Secure Enclave example as written, with swift-crypto's software P-256 key in place
+/// of `SecureEnclave.P256.Signing.PrivateKey` (the same API: `publicKey.x963Representation`,
+/// `signature(for:)` hashing with SHA-256, `rawRepresentation` as r || s). Runs with the
+/// swift-crypto backend (CI: `--traits SwiftCryptoBackend`; always on Apple platforms).
+@Suite struct CryptoKitShapedSignerTests {
+    struct SoftwareEnclaveSigner: ExternalSigner {
+        let key: P256.Signing.PrivateKey
+        var algorithm: SignatureAlgorithm { .p256 }
+        var publicKey: [UInt8] { Array(key.publicKey.x963Representation) }
+        func signature(for signingInput: [UInt8]) async throws -> [UInt8] {
+            Array(try key.signature(for: signingInput).rawRepresentation)
+        }
+    }
+
+    @Test func theReadmeExampleSignsRequestsThatVerify() async throws {
+        let deviceKey = try SigningKey.external(SoftwareEnclaveSigner(key: P256.Signing.PrivateKey()))
+        let clock = TestClock(1_790_000_000)
+        let signer = try Signer(key: deviceKey, account: "alice", clock: clock.function)
+        let body = Array(#"{"item":"book"}"#.utf8)
+        let headers = try await signer.signAsync(method: .post, url: "https://api.example.com/v1/orders", body: body)
+        let registered = try JWK.parseKey(try JWK.serialize(deviceKey, includePrivate: false))
+        let verifier = try Verifier(keys: KeySet([registered]), replayGuard: InMemoryReplayGuard(), clock: clock.function)
+        let verified = try await verifier.verify(received("POST", "https://api.example.com/v1/orders", body, headers))
+        #expect(verified.keyID == deviceKey.id && verified.account == "alice" && verified.algorithm == .p256)
+    }
+}
+#endif
