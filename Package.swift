@@ -13,7 +13,6 @@ let coreOnly = ProcessInfo.processInfo.environment["SIGNCORE_CORE_ONLY"].map { !
 // and on Linux with the trait: `swift build --traits SwiftCryptoBackend`.
 let apple: [Platform] = [.macOS, .iOS, .tvOS, .watchOS, .visionOS, .macCatalyst]
 let swiftCryptoTrait = "SwiftCryptoBackend"
-let swiftCrypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let backendSettings: [SwiftSetting] = [
     .define("SIGNCORE_SWIFT_CRYPTO", .when(platforms: apple)),
     .define("SIGNCORE_SWIFT_CRYPTO", .when(traits: [swiftCryptoTrait])),

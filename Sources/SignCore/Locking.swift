@@ -12,7 +12,7 @@ import Musl
 /// Apple platforms, a default `pthread_mutex_t` elsewhere; lock and value live in memory of their
 /// own, so the wrapper may move. The tools and tests of this package use it too (`@_spi`).
 @_spi(SignCoreTools)
-public struct Locked<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
+public struct Locked<Value: ~Copyable>: ~Copyable {
     #if canImport(Darwin)
     private typealias Primitive = os_unfair_lock
     #else
@@ -57,6 +57,9 @@ public struct Locked<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
         return try body(&value.pointee)
     }
 }
+
+/// Sendable when its value is: the lock makes the access safe, not the value's own type.
+extension Locked: @unchecked Sendable where Value: ~Copyable & Sendable {}
 
 /// A 64-bit word shared between threads without a lock (CSignBytes' compiler atomics; the
 /// Synchronization module's `Atomic` needs macOS 15 / iOS 18). Its memory is its own, so the

@@ -90,7 +90,9 @@ public struct Signer: Sendable {
 
     /// Signs a request whose body is in memory, with any key: the only way to sign with an
     /// external key (`SigningKey.external`, whose holder may suspend); other keys sign at once,
-    /// as `sign` does.
+    /// as `sign` does. The token's creation time is taken before the holder is asked; a holder
+    /// that answers after the token's lifetime is `expired`, one that fails or is cancelled
+    /// `cryptoFailure` (`Task.isCancelled` tells a cancellation apart).
     public func signAsync(method: RequestMethod, url: String, body: [UInt8] = [], headers: [HeaderField] = []) async throws(SignCoreError) -> SignedHeaders {
         guard let external = key.externalSigner else { return try sign(method: method, url: url, body: body, headers: headers) }
         let pending = try withBytes(of: body) { (raw) throws(SignCoreError) in
@@ -180,6 +182,9 @@ public struct Signer: Sendable {
             }
             guard valid else {
                 throw SignCoreError(.cryptoFailure, "the external signer's signature does not verify under its public key")
+            }
+            guard signer.clock() < created + signer.lifetime else {
+                throw SignCoreError(.expired, "the external signer answered after the token's lifetime")
             }
             let token = signature.withUnsafeBytes { signer.encodeToken(target: target, created: created, nonce: nonce, signature: $0) }
             return SignedHeaders(whash: whash.description, wtoken: token)

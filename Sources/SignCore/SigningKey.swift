@@ -122,6 +122,11 @@ public final class SigningKey: @unchecked Sendable {
     /// subgroup, not of small order (SPEC §6.1; libsodium's `crypto_core_ed25519_is_valid_point`).
     public static func ed25519(publicKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
+        try checkEd25519(publicKey: publicKey)
+        return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey)
+    }
+
+    private static func checkEd25519(publicKey: [UInt8]) throws(SignCoreError) {
         guard publicKey.count == 32 else {
             throw SignCoreError(.invalidKey, "an Ed25519 public key must be 32 bytes")
         }
@@ -129,8 +134,6 @@ public final class SigningKey: @unchecked Sendable {
         guard publicKey.withUnsafeBytes({ CryptoBackend.isValidEd25519PublicKey($0) }) else {
             throw SignCoreError(.invalidKey, "the Ed25519 public key is not a valid, canonical point of the main subgroup")
         }
-        let id = resolveID(id, .ed25519, publicKey: publicKey)
-        return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey)
     }
 
     /// A P-256 key pair from its 32-byte private scalar (the JWK `d`).
@@ -179,17 +182,21 @@ public final class SigningKey: @unchecked Sendable {
     /// A key whose private half `signer` holds (SPEC §6: EdDSA or ES256). Its public key is
     /// checked like any other; every signature it returns is verified under it before use.
     public static func external(_ signer: any ExternalSigner, id: String? = nil) throws(SignCoreError) -> SigningKey {
+        try checkID(id)
         let publicKey = signer.publicKey
-        let verifying: SigningKey
         switch signer.algorithm {
-        case .hmacSHA256: throw SignCoreError(.invalidKey, "an external signer holds the private half of an EdDSA or ES256 key")
-        case .ed25519: verifying = try .ed25519(publicKey: publicKey, id: id)
-        case .p256: verifying = try .p256(publicKey: publicKey, id: id)
+        case .hmacSHA256:
+            throw SignCoreError(.invalidKey, "an external signer holds the private half of an EdDSA or ES256 key")
+        case .ed25519:
+            try checkEd25519(publicKey: publicKey)
+            return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey,
+                              externalSigner: signer)
+        case .p256:
+            try SignCoreRuntime.start()
+            let key = try withBytes(of: publicKey) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) }
+            return SigningKey(id: resolveID(id, .p256, publicKey: publicKey), algorithm: .p256, publicKey: publicKey, p256Key: key,
+                              externalSigner: signer)
         }
-        return SigningKey(id: verifying.id, algorithm: verifying.algorithm, publicKey: publicKey,
-                          p256Key: verifying.algorithm == .p256
-                              ? try withBytes(of: publicKey) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) } : nil,
-                          externalSigner: signer)
     }
 
     /// The same key without its private part (HMAC keys have none and are returned as is).

@@ -116,9 +116,9 @@ import Testing
     }
 
     #if canImport(CSignShim)
-    /// SignCore's Ed25519 point check (used by the swift-crypto backend) gives libsodium's answer
-    /// for random strings (about 1 in 16 is a valid point), for public keys and their negations,
-    /// and for every small-order point alone or added to a valid key.
+    /// SignCore's Ed25519 point check gives (patched) libsodium's answer for random strings (about
+    /// 1 in 16 is a valid point), for public keys and their negations, and for every small-order
+    /// encoding; keys with a small-order component are jwk.json's vectors (orders 2 and 8).
     @Test func ed25519PointCheckAgreesWithLibsodium() throws {
         func both(_ bytes: [UInt8]) -> (swift: Bool, sodium: Bool) {
             bytes.withUnsafeBytes { (Ed25519PointCheck.isValid($0), sc_ed25519_is_valid_point($0.baseAddress) == 1) }

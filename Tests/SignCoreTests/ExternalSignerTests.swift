@@ -78,6 +78,25 @@ import Testing
         } == .whashMismatch)
     }
 
+    /// A holder that answers after the token's lifetime (a prompt left open): `expired`, no token.
+    @Test func aHolderSlowerThanTheLifetimeGivesNoToken() async throws {
+        struct Slow: ExternalSigner {
+            let holder: SoftwareHolder, clock: TestClock
+            var algorithm: SignatureAlgorithm { holder.algorithm }
+            var publicKey: [UInt8] { holder.publicKey }
+            func signature(for signingInput: [UInt8]) async throws -> [UInt8] {
+                clock.set(clock.now + 61)
+                return try await holder.signature(for: signingInput)
+            }
+        }
+        let clock = TestClock(1_790_000_000)
+        let signer = try Signer(key: try SigningKey.external(Slow(holder: try SoftwareHolder(.ed25519), clock: clock)), lifetime: 60,
+                                clock: clock.function)
+        await #expect(throws: SignCoreError(.expired, "the external signer answered after the token's lifetime")) {
+            _ = try await signer.signAsync(method: .get, url: Self.url)
+        }
+    }
+
     @Test func theSynchronousPathRefusesAnExternalKey() throws {
         let key = try SigningKey.external(try SoftwareHolder(.ed25519))
         let signer = try Signer(key: key)

@@ -1030,6 +1030,10 @@ def generate_jwk():
     add("§6.1 Ed25519 x of small order (a point of order 8)", dumps(without(dict(KEYS["ed25519"], x=b64u(order8)), "d")))
     mixed = ed_encode(ed_add(ed_decode(unb64u(KEYS["ed25519"]["x"])), ed_decode(order8)))
     add("§6.1 Ed25519 x of mixed order (a valid key plus a point of order 8)", dumps(without(dict(KEYS["ed25519"], x=b64u(mixed)), "d")))
+    # y = p - 1 is the point of order 2; libsodium before 1.0.21 (unpatched) took such sums for valid.
+    order2 = (ED_P - 1).to_bytes(32, "little")
+    mixed2 = ed_encode(ed_add(ed_decode(unb64u(KEYS["ed25519"]["x"])), ed_decode(order2)))
+    add("§6.1 Ed25519 x of mixed order (a valid key plus the point of order 2)", dumps(without(dict(KEYS["ed25519"], x=b64u(mixed2)), "d")))
     P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
     add("§6.1 P-256 x equal to the field prime p (coordinates must be below p)", dumps(dict(KEYS["p256Public"], x=b64u(P256_P.to_bytes(32, "big")))))
 

@@ -1,6 +1,6 @@
 /*
  * CSignShim: the only place SignCore touches libsodium and OpenSSL libcrypto: the C half of the
- * default crypto backend on Linux (Sources/SignCore/Crypto/SodiumBackend.swift). Not built for
+ * default crypto backend on Linux (Sources/SignCore/Crypto/Backends/LibsodiumOpenSSL.swift). Not built for
  * Apple platforms, where the swift-crypto backend runs; what is not crypto is in CSignBytes.
  *
  * Conventions (after libsodium): callers allocate every output with the fixed sizes below,

@@ -26,8 +26,11 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         sc_ed25519_verify(publicKey.baseAddress, message.baseAddress, message.count, signature.baseAddress) == 0
     }
 
+    /// libsodium's check and SignCore's must both accept: libsodium before 1.0.21 (unless
+    /// patched, as Debian's 1.0.18-1+deb12u1 is) takes points with a component of order 2 for
+    /// valid (CVE-2025-69277), and which libsodium a system has is not ours to choose.
     static func isValidEd25519PublicKey(_ publicKey: UnsafeRawBufferPointer) -> Bool {
-        publicKey.count == 32 && sc_ed25519_is_valid_point(publicKey.baseAddress) == 1
+        publicKey.count == 32 && sc_ed25519_is_valid_point(publicKey.baseAddress) == 1 && Ed25519PointCheck.isValid(publicKey)
     }
 
     struct SHA256: SHA256Backend {

@@ -82,8 +82,10 @@ enum SwiftCrypto: CryptoBackendProtocol {
             var inner = Crypto.SHA256(), outer = Crypto.SHA256()
             withUnsafeTemporaryAllocation(byteCount: 64, alignment: 16) { block in
                 block.initializeMemory(as: UInt8.self, repeating: 0)
-                if secret.count > 64 {
-                    Crypto.SHA256.hash(data: secret).withUnsafeBytes { block.copyMemory(from: $0) }
+                if secret.count > 64 {  // RFC 2104: a long key is hashed first; that hash is as secret
+                    var digest = Crypto.SHA256.hash(data: secret)
+                    digest.withUnsafeBytes { block.copyMemory(from: $0) }
+                    withUnsafeMutableBytes(of: &digest) { sc_memzero($0.baseAddress, $0.count) }
                 } else {
                     block.copyMemory(from: secret)
                 }
@@ -173,7 +175,8 @@ enum SwiftCrypto: CryptoBackendProtocol {
         }
 
         /// 32 random bytes until they are a scalar in [1, n-1] (a retry has odds below 2⁻³²):
-        /// uniform, and no copy of the scalar outside `scalar`.
+        /// uniform, and drawn straight into `scalar` (the key object made to check it wipes its
+        /// own copy when released).
         static func generatePrivateKey(into scalar: UnsafeMutableRawBufferPointer) -> Bool {
             guard scalar.count == 32 else { return false }
             for _ in 0..<8 {
