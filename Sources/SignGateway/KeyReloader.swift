@@ -29,7 +29,12 @@ struct KeyReloader: Service {
         files.map { file in
             var info = stat()
             guard stat(file, &info) == 0 else { return "missing" }
-            return "\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+            #if canImport(Darwin)
+            let modified = info.st_mtimespec
+            #else
+            let modified = info.st_mtim
+            #endif
+            return "\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec)"
         }
     }
 

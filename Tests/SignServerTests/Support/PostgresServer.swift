@@ -76,7 +76,13 @@ final class PostgresServer: Sendable {
     private static func run(_ executable: String, _ arguments: [String]) throws {
         let outputPath = NSTemporaryDirectory() + "signcore-pg-output-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t?  // an opaque pointer there, a struct in glibc
+        let environment = _NSGetEnviron().pointee
+        #else
         var actions = posix_spawn_file_actions_t()
+        let environment = environ
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
@@ -85,7 +91,7 @@ final class PostgresServer: Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environment)
         guard spawned == 0 else { throw Failure.command(executable, spawned, "could not start") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -99,7 +105,11 @@ final class PostgresServer: Sendable {
 
 /// A loopback TCP port nothing listens on now (the kernel's pick for port 0).
 func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #if canImport(Darwin)
+    let fd = socket(AF_INET, SOCK_STREAM, 0)
+    #else
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)  // an enum in glibc
+    #endif
     guard fd >= 0 else { throw POSIXError(.EMFILE) }
     defer { close(fd) }
     var address = sockaddr_in()
