@@ -47,8 +47,8 @@ protocol CryptoBackendProtocol {
 protocol SHA256Backend: Sendable {
     init()
     mutating func update(_ bytes: UnsafeRawBufferPointer)
-    /// Writes the 32-byte digest.
-    consuming func finalize(into digest: UnsafeMutableRawBufferPointer)
+    /// Writes the 32-byte digest; the state is spent.
+    mutating func finalize(into digest: UnsafeMutableRawBufferPointer)
     /// SHA-256(prefix || data) in one call (SPEC §3.2, §4.2: the digests over a canonical URL).
     static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer)
 }

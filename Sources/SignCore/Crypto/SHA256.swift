@@ -72,7 +72,6 @@ public struct SHA256Hasher: Sendable {
 
     public consuming func finalize() -> SHA256Digest {
         var digest = SHA256Digest()
-        let state = self.state
         digest.withUnsafeMutableBytes { state.finalize(into: $0) }
         return digest
     }

@@ -40,7 +40,7 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 
         mutating func update(_ bytes: UnsafeRawBufferPointer) { sc_sha256_update(&state, bytes.baseAddress, bytes.count) }
 
-        consuming func finalize(into digest: UnsafeMutableRawBufferPointer) { sc_sha256_final(&state, digest.baseAddress) }
+        mutating func finalize(into digest: UnsafeMutableRawBufferPointer) { sc_sha256_final(&state, digest.baseAddress) }
 
         static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) {
             sc_sha256_prefixed(prefix.baseAddress, prefix.count, data.baseAddress, data.count, digest.baseAddress)

@@ -55,7 +55,7 @@ enum SwiftCrypto: CryptoBackendProtocol {
 
         mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
 
-        consuming func finalize(into digest: UnsafeMutableRawBufferPointer) {
+        mutating func finalize(into digest: UnsafeMutableRawBufferPointer) {
             hasher.finalize().withUnsafeBytes { digest.copyMemory(from: $0) }
         }
 
