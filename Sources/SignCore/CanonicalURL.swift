@@ -1,3 +1,5 @@
+import CSignBytes
+
 /// The canonical URL (SPEC §2): the bytes both ends derive from a request URL, so that a URL
 /// re-encoded by an HTTP stack or proxy still yields the same signature input.
 ///
@@ -39,7 +41,7 @@ public enum CanonicalURL {
 
     /// Calls `body` with the canonical form of the URL bytes, built in scratch memory that
     /// lives only for the call: the signer's and verifier's path, with no array per request.
-    /// `commonPath: false` skips the one-pass path for common URLs (`CommonURL`), so tests can
+    /// `commonPath: false` skips the one-pass path for common URLs (`sc_url_common`), so tests can
     /// check that both paths agree.
     static func withCanonical<R>(_ input: UnsafeRawBufferPointer, commonPath: Bool = true,
                                  _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
@@ -48,12 +50,14 @@ public enum CanonicalURL {
         guard input.count <= maxInputBytes else { throw invalid("the URL is longer than 8192 bytes") }
         // Every input byte yields at most 3 output bytes ("é" → "%C3%A9"), and whatever is added
         // (a "/" for an empty path, "=" after a bare key) comes with input bytes that shrink or
-        // stay; the second half holds the unsorted query while it is sorted.
-        let capacity = 3 * input.count + 8
+        // stay; the second half holds the unsorted query while it is sorted. 16 more bytes let
+        // `sc_url_common` read and write whole 16-byte blocks past the end of what it writes.
+        let capacity = 3 * input.count + 24
         return try withScratch(byteCount: 2 * capacity) { (scratch) throws(SignCoreError) in
             let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...])
-            if commonPath, let output = scratch.baseAddress, let count = CommonURL.write(input, to: output, spare: spare) {
-                return try body(UnsafeRawBufferPointer(start: output, count: count))
+            if commonPath, let output = scratch.baseAddress {
+                let count = sc_url_common(input.baseAddress, input.count, output, spare.baseAddress)
+                if count >= 0 { return try body(UnsafeRawBufferPointer(start: output, count: count)) }
             }
             var out = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: scratch[..<capacity]))
             try writeCanonical(input, into: &out, spare: spare)

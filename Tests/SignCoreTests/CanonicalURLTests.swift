@@ -1,3 +1,4 @@
+import CSignBytes
 import Testing
 @testable import SignCore
 
@@ -65,9 +66,8 @@ import Testing
             let viaCommon: String? = Array(url.utf8).withUnsafeBytes { raw in
                 withUnsafeTemporaryAllocation(byteCount: 2 * (3 * raw.count + 8), alignment: 8) { scratch in
                     let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[(3 * raw.count + 8)...])
-                    return CommonURL.write(raw, to: scratch.baseAddress!, spare: spare).map {
-                        String(decoding: UnsafeRawBufferPointer(start: scratch.baseAddress, count: $0), as: UTF8.self)
-                    }
+                    let count = sc_url_common(raw.baseAddress, raw.count, scratch.baseAddress, spare.baseAddress)
+                    return count < 0 ? nil : String(decoding: UnsafeRawBufferPointer(start: scratch.baseAddress, count: count), as: UTF8.self)
                 }
             }
             #expect(viaCommon == canonical, "\(url)")

@@ -150,31 +150,19 @@ enum {
 int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
                    sc_token_fields *out);
 
-/* ---- URLs (the common-URL pass of canonicalisation) ------------------------------------ */
+/* ---- URLs (the one-pass canonicalisation of common URLs) ------------------------------- */
 
-/* The class of a URL byte for SignCore's common-URL pass, one table load per byte:
-   0 lower-case letter, digit, "-", ".", "_" or "~"; 1 upper-case letter (both unreserved,
-   RFC 3986 section 2.3); 2 "/"; 3 "%"; 4 "?"; 5 "="; 6 "&"; 7 any other byte. */
-static inline uint8_t sc_url_byte_class(uint8_t c) {
-    static const uint8_t classes[256] = {
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 3, 6, 7, 7, 7, 7, 7, 7, 0, 0, 2,
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 7, 5, 7, 4,
-        7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 7, 7, 7, 7, 0,
-        7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 7, 0, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-        7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
-    };
-    return classes[c];
-}
+/* The canonical URL (SPEC §2) of a common request URL, written to `output` (room for 3 * n + 8
+   bytes); `spare` (as much room) holds the query while its pairs are sorted. Returns the length,
+   or -1 when the URL is not of the common kind, which SignCore's general path then handles (a
+   differential test and fuzzer check that both agree on every input).
+
+   Common: "https://" or "http://" in lower case; a host of 1-255 unreserved bytes (upper case is
+   folded) and no port or userinfo; a path and a query of unreserved bytes, escapes of reserved
+   bytes (their hex digits put in upper case) and '+' (spelled "%2B" in the path, "%20" in the
+   query); no dot segment; at most SC_URL_COMMON_MAX_PAIRS query pairs, each with exactly one '='
+   and none empty; no fragment, no byte outside ASCII. The pairs are put in key order. */
+#define SC_URL_COMMON_MAX_PAIRS 16
+ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare);
 
 #endif

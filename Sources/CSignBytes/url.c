@@ -1,0 +1,240 @@
+/*
+ * The canonical URL of a common request URL (SPEC §2) in one pass: SignCore's hot path for
+ * canonicalisation, in C so that a byte costs a few instructions (SIMD finds the bytes that
+ * need a decision, 16 at a time; unreserved runs are copied as they are).
+ */
+#include "CSignBytes.h"
+
+#include <string.h>
+
+/* ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3): 1, every other byte 0. */
+static const uint8_t unreserved[256] = {
+    ['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+    ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+    ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+    ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+/* Bit k set when p[k] is not unreserved, for the 16 bytes at p. */
+static inline uint32_t reserved_mask16(const uint8_t *p) {
+#if defined(__SSE2__)
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    __m128i folded = _mm_or_si128(v, _mm_set1_epi8(0x20)); /* 'A'-'Z' -> 'a'-'z'; nothing else lands there */
+    __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(folded, _mm_set1_epi8('a' - 1)), _mm_cmpgt_epi8(_mm_set1_epi8('z' + 1), folded));
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmpgt_epi8(_mm_set1_epi8('9' + 1), v));
+    __m128i dash_dot = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('-' - 1)), _mm_cmpgt_epi8(_mm_set1_epi8('.' + 1), v));
+    __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('_')), _mm_cmpeq_epi8(v, _mm_set1_epi8('~')));
+    __m128i plain = _mm_or_si128(_mm_or_si128(letter, digit), _mm_or_si128(dash_dot, other));
+    return (uint32_t)_mm_movemask_epi8(plain) ^ 0xFFFFu;
+#else
+    uint32_t mask = 0;
+    for (int k = 0; k < 16; k++) mask |= (uint32_t)(unreserved[p[k]] ^ 1) << k;
+    return mask;
+#endif
+}
+
+/* Folds the upper-case letters of out[start..<end] to lower case (a host), 16 at a time: reads
+   up to 15 bytes past `end`, which the caller's buffer has, and writes back only what it read. */
+static inline void fold_host(uint8_t *out, size_t start, size_t end) {
+#if defined(__SSE2__)
+    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (size_t k = start; k < end; k += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(out + k));
+        size_t left = end - k < 16 ? end - k : 16;
+        __m128i upper = _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)), _mm_cmpgt_epi8(_mm_set1_epi8('Z' + 1), v)),
+                                      _mm_cmpgt_epi8(_mm_set1_epi8((char)left), lanes));
+        if (_mm_movemask_epi8(upper) != 0) _mm_storeu_si128((__m128i *)(out + k), _mm_or_si128(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
+    }
+#else
+    for (size_t k = start; k < end; k++) out[k] = (uint8_t)(out[k] | ((unsigned)(out[k] - 'A') < 26) << 5);
+#endif
+}
+
+/* Copies a short run (a query pair) without a call for up to 16 bytes. */
+static inline void copy_short(uint8_t *to, const uint8_t *from, size_t length) {
+    if (length >= 8 && length <= 16) {
+        uint64_t head, tail;
+        memcpy(&head, from, 8);
+        memcpy(&tail, from + length - 8, 8);
+        memcpy(to, &head, 8);
+        memcpy(to + length - 8, &tail, 8);
+    } else if (length >= 4 && length < 8) {
+        uint32_t head, tail;
+        memcpy(&head, from, 4);
+        memcpy(&tail, from + length - 4, 4);
+        memcpy(to, &head, 4);
+        memcpy(to + length - 4, &tail, 4);
+    } else if (length < 4) {
+        for (size_t k = 0; k < length; k++) to[k] = from[k];
+    } else {
+        memcpy(to, from, length);
+    }
+}
+
+/* 0-15 for a hex digit, -1 for any other byte. */
+static inline int hex_value(uint8_t c) {
+    if ((unsigned)(c - '0') < 10) return c - '0';
+    unsigned letter = (unsigned)((c | 0x20) - 'a');
+    return letter < 6 ? (int)letter + 10 : -1;
+}
+
+/* "%XX" at in[j] that decodes to a reserved byte: the canonical form keeps it escaped, with
+   upper-case digits (written to out). An escaped unreserved byte (or a bad escape) is left to
+   the general path, which decodes it (or reports it). */
+static inline int reserved_escape(const uint8_t *in, size_t n, size_t j, uint8_t *out) {
+    if (j + 2 >= n) return 0;
+    int high = hex_value(in[j + 1]), low = hex_value(in[j + 2]);
+    if (high < 0 || low < 0 || unreserved[high << 4 | low]) return 0;
+    out[1] = (uint8_t)(in[j + 1] & ~((in[j + 1] >= 'a') << 5));
+    out[2] = (uint8_t)(in[j + 2] & ~((in[j + 2] >= 'a') << 5));
+    return 1;
+}
+
+typedef struct {
+    int32_t start, key_end, end;
+} sc_url_pair;
+
+/* Unsigned byte order of the keys; a key that is a prefix of the other comes first. */
+static inline int key_less(const uint8_t *text, sc_url_pair a, sc_url_pair b) {
+    int32_t length_a = a.key_end - a.start, length_b = b.key_end - b.start;
+    if (length_a > 0 && length_b > 0 && text[a.start] != text[b.start]) return text[a.start] < text[b.start];
+    int order = memcmp(text + a.start, text + b.start, (size_t)(length_a < length_b ? length_a : length_b));
+    return order < 0 || (order == 0 && length_a < length_b);
+}
+
+/* Puts the pairs of the query out[query..<end] in key order, keeping the order of equal keys (a
+   list): insertion sort, one comparison per pair when already in order, and nothing moves then;
+   otherwise the pairs are copied back from `spare` in their new order. */
+static void sort_pairs(uint8_t *out, size_t query, size_t end, sc_url_pair *pairs, int count, uint8_t *spare) {
+    int moved = 0;
+    for (int j = 1; j < count; j++) {
+        sc_url_pair pair = pairs[j];
+        int k = j;
+        while (k > 0 && key_less(out, pair, pairs[k - 1])) {
+            pairs[k] = pairs[k - 1];
+            k--;
+        }
+        if (k != j) {
+            pairs[k] = pair;
+            moved = 1;
+        }
+    }
+    if (!moved) return;
+    memcpy(spare, out + query, end - query);
+    uint8_t *at = out + query;
+    for (int j = 0; j < count; j++) {
+        if (j > 0) *at++ = '&';
+        size_t length = (size_t)(pairs[j].end - pairs[j].start);
+        copy_short(at, spare + ((size_t)pairs[j].start - query), length);
+        at += length;
+    }
+}
+
+enum { IN_HOST, IN_PATH, IN_QUERY };
+
+ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) {
+    const uint8_t *in = input;
+    uint8_t *out = output;
+    /* The scheme exactly as it is written canonically: "https://" or "http://" and a host byte. */
+    if (n <= 8 || n > 8192) return -1;
+    size_t host_start;
+    if (memcmp(in, "https://", 8) == 0) {
+        host_start = 8;
+    } else if (memcmp(in, "http://", 7) == 0) {
+        host_start = 7;
+    } else {
+        return -1;
+    }
+    memcpy(out, in, n);
+    size_t delta = 0; /* out[j + delta] is where in[j] went: each '+' adds 2, an empty path 1 */
+    int state = IN_HOST;
+    sc_url_pair pairs[SC_URL_COMMON_MAX_PAIRS];
+    int pair_count = 0;
+    int32_t pair_start = 0, key_end = -1;
+
+    /* Every reserved byte in order, found 16 at a time; the last block overlaps the one before
+       (its lanes already seen shifted out), and a URL under 16 bytes is copied to a padded block. */
+    for (size_t block = host_start; block < n; block += 16) {
+        uint32_t mask;
+        if (block + 16 <= n) {
+            mask = reserved_mask16(in + block);
+        } else if (n >= 16) {
+            mask = reserved_mask16(in + n - 16) >> (16 - (n - block));
+        } else {
+            uint8_t padded[16] = {0};
+            memcpy(padded, in + block, n - block);
+            mask = reserved_mask16(padded) & ((1u << (n - block)) - 1);
+        }
+        for (; mask != 0; mask &= mask - 1) {
+            size_t j = block + (size_t)__builtin_ctz(mask);
+            uint8_t c = in[j];
+            if (state == IN_HOST) {
+                /* A host of unreserved bytes (upper case folded below), then the path or query;
+                   a port, userinfo or IPv6 literal is not common. */
+                size_t host_length = j - host_start;
+                if (host_length == 0 || host_length > 255 || (c != '/' && c != '?')) return -1;
+                fold_host(out, host_start, j);
+                state = IN_PATH;
+                if (c == '?') { /* no path: "/" */
+                    memcpy(out + j + 1, in + j, n - j);
+                    out[j] = '/';
+                    delta = 1;
+                }
+            }
+            if (state == IN_PATH) {
+                if (c == '/') {
+                    if (j + 1 < n && in[j + 1] == '.') return -1; /* maybe a dot segment */
+                } else if (c == '%') {
+                    if (!reserved_escape(in, n, j, out + j + delta)) return -1;
+                } else if (c == '+') { /* a literal '+' in the path */
+                    memcpy(out + j + delta + 3, in + j + 1, n - j - 1);
+                    memcpy(out + j + delta, "%2B", 3);
+                    delta += 2;
+                } else if (c == '?') {
+                    if (j + 1 == n) return (ptrdiff_t)(j + delta); /* "?" alone: no query */
+                    state = IN_QUERY;
+                    pair_start = (int32_t)(j + delta + 1);
+                } else {
+                    return -1;
+                }
+                continue;
+            }
+            /* The query: '&'-separated pairs with exactly one '=' each. */
+            if (c == '=') {
+                if (key_end >= 0) return -1; /* a second '=' is data: %3D */
+                key_end = (int32_t)(j + delta);
+            } else if (c == '&') {
+                /* "a" becomes "a=", an empty piece is dropped: both for the general path */
+                if (key_end < 0 || j + 1 == n || pair_count == SC_URL_COMMON_MAX_PAIRS) return -1;
+                pairs[pair_count++] = (sc_url_pair){pair_start, key_end, (int32_t)(j + delta)};
+                pair_start = (int32_t)(j + delta + 1);
+                key_end = -1;
+            } else if (c == '%') {
+                if (!reserved_escape(in, n, j, out + j + delta)) return -1;
+            } else if (c == '+') { /* a space in the query */
+                memcpy(out + j + delta + 3, in + j + 1, n - j - 1);
+                memcpy(out + j + delta, "%20", 3);
+                delta += 2;
+            } else {
+                return -1;
+            }
+        }
+    }
+    size_t length = n + delta;
+    if (state == IN_HOST) { /* the whole rest is the host: an empty path, "/" */
+        if (n - host_start > 255) return -1;
+        fold_host(out, host_start, n);
+        out[n] = '/';
+        return (ptrdiff_t)(n + 1);
+    }
+    if (state == IN_QUERY) {
+        if (key_end < 0 || pair_count == SC_URL_COMMON_MAX_PAIRS) return -1;
+        pairs[pair_count++] = (sc_url_pair){pair_start, key_end, (int32_t)length};
+        sort_pairs(out, (size_t)pairs[0].start, length, pairs, pair_count, spare);
+    }
+    return (ptrdiff_t)length;
+}
