@@ -93,32 +93,29 @@ static int sc_has_ssse3(void) {
     return value;
 }
 
-/* Lanes of v in low...high, as signed bytes (bytes from 0x80 are negative: in no range). */
-static inline __m128i sc_within(__m128i v, char low, char high) {
-    return _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)(low - 1))), _mm_cmpgt_epi8(_mm_set1_epi8((char)(high + 1)), v));
-}
-
-/* All ones in the lanes of v that hold a base64url character. */
-static inline __m128i sc_alphabet_lanes(__m128i v) {
-    return _mm_or_si128(_mm_or_si128(sc_within(v, 'A', 'Z'), sc_within(v, 'a', 'z')),
-                        _mm_or_si128(sc_within(v, '0', '9'), _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')),
-                                                                          _mm_cmpeq_epi8(v, _mm_set1_epi8('_')))));
+/* Lanes of v that hold a base64url character hold a nonzero byte, every other lane zero (the
+   method of W. Muła and D. Lemire): a bit per group of high nibbles, looked up by each lane's
+   high nibble and, among the low nibbles valid in that group, by its low nibble. Groups: bit 0
+   0x2_ ('-'), bit 1 0x3_ (digits), bit 2 0x4_ and 0x6_ (letters from 1), bit 3 0x5_ (letters
+   to A, '_'), bit 4 0x7_ (letters to A). Bytes from 0x80 have high nibbles with no group. */
+__attribute__((target("ssse3"), always_inline))
+static inline __m128i alphabet_classes(__m128i v, __m128i high) {
+    const __m128i by_low = _mm_setr_epi8(0x1A, 0x1E, 0x1E, 0x1E, 0x1E, 0x1E, 0x1E, 0x1E, 0x1E, 0x1E, 0x1C, 0x04, 0x04, 0x05, 0x04, 0x0C);
+    const __m128i by_high = _mm_setr_epi8(0, 0, 0x01, 0x02, 0x04, 0x08, 0x04, 0x10, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm_and_si128(_mm_shuffle_epi8(by_low, _mm_and_si128(v, _mm_set1_epi8(0x0F))), _mm_shuffle_epi8(by_high, high));
 }
 
 /* One block: 16 characters to 12 bytes at `out` (12 bytes written), or 0 at a byte outside
-   the alphabet. Each character's value by signed range compares (bytes from 0x80 are negative
-   and fall outside every range), then two multiply-adds pack four 6-bit values into 3 bytes. */
+   the alphabet. The alphabet check of `alphabet_classes`, then each character's value by
+   adding an offset looked up by its high nibble ('_' moved to a lane of its own), then two
+   multiply-adds pack four 6-bit values into 3 bytes. */
 __attribute__((target("ssse3"), always_inline))
 static inline int decode_block(__m128i v, uint8_t *out) {
-    __m128i upper = sc_within(v, 'A', 'Z'), lower = sc_within(v, 'a', 'z'), digit = sc_within(v, '0', '9');
-    __m128i dash = _mm_cmpeq_epi8(v, _mm_set1_epi8('-')), underscore = _mm_cmpeq_epi8(v, _mm_set1_epi8('_'));
-    __m128i valid = _mm_or_si128(_mm_or_si128(upper, lower), _mm_or_si128(digit, _mm_or_si128(dash, underscore)));
-    if (_mm_movemask_epi8(valid) != 0xFFFF) return 0;
-    __m128i offset = _mm_or_si128(
-        _mm_or_si128(_mm_and_si128(upper, _mm_set1_epi8(-'A')), _mm_and_si128(lower, _mm_set1_epi8(26 - 'a'))),
-        _mm_or_si128(_mm_and_si128(digit, _mm_set1_epi8(52 - '0')),
-                     _mm_or_si128(_mm_and_si128(dash, _mm_set1_epi8(62 - '-')), _mm_and_si128(underscore, _mm_set1_epi8(63 - '_')))));
-    __m128i values = _mm_add_epi8(v, offset);
+    __m128i high = _mm_and_si128(_mm_srli_epi32(v, 4), _mm_set1_epi8(0x0F));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(alphabet_classes(v, high), _mm_setzero_si128())) != 0) return 0;
+    const __m128i offsets = _mm_setr_epi8(0, 0, 62 - '-', 52 - '0', -'A', -'A', 26 - 'a', 26 - 'a', 0, 0, 0, 0, 0, 63 - '_', 0, 0);
+    __m128i underscore = _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('_')), _mm_set1_epi8(8));
+    __m128i values = _mm_add_epi8(v, _mm_shuffle_epi8(offsets, _mm_or_si128(high, underscore)));
     __m128i pairs = _mm_maddubs_epi16(values, _mm_set1_epi32(0x01400140));
     __m128i words = _mm_madd_epi16(pairs, _mm_set1_epi32(0x00011000));
     __m128i bytes = _mm_shuffle_epi8(words, _mm_setr_epi8(2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1));
@@ -128,14 +125,36 @@ static inline int decode_block(__m128i v, uint8_t *out) {
     return 1;
 }
 
+#endif
+
+/* Copies up to 15 bytes with at most two overlapping 8- or 4-byte moves instead of a loop. */
+static inline void copy_small(uint8_t *to, const uint8_t *from, size_t length) {
+    if (length >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, from, 8);
+        memcpy(&tail, from + length - 8, 8);
+        memcpy(to, &head, 8);
+        memcpy(to + length - 8, &tail, 8);
+    } else if (length >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, from, 4);
+        memcpy(&tail, from + length - 4, 4);
+        memcpy(to, &head, 4);
+        memcpy(to + length - 4, &tail, 4);
+    } else {
+        for (size_t k = 0; k < length; k++) to[k] = from[k];
+    }
+}
+
+#if defined(__x86_64__)
 /* All of `in` (n not 1 mod 4): whole blocks, then the last 2-15 characters as one more block
-   padded with 'A' (value 0) in a register: loaded as the 16 bytes that end the text when it
-   has that many (shifted into place by a shuffle), else copied. Returns the bytes written, or
-   -1. The unused bits of the last character are checked by the caller. */
+   padded with 'A' (value 0) in a register, loaded from where they are when `readable` (at
+   least n) bytes may be read from `in`, else as the 16 bytes that end the text shifted into
+   place by a shuffle, else copied. Returns the bytes written, or -1. The unused bits of the
+   last character are checked by the caller. */
 __attribute__((target("ssse3")))
-static ptrdiff_t decode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
+static ptrdiff_t decode_ssse3(const uint8_t *in, size_t n, size_t readable, uint8_t *out) {
     size_t i = 0, o = 0;
-    uint8_t bytes[12];
     for (; i + 16 <= n; i += 16, o += 12) {
         if (!decode_block(_mm_loadu_si128((const __m128i *)(in + i)), out + o)) return -1;
     }
@@ -144,36 +163,40 @@ static ptrdiff_t decode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
     __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m128i kept = _mm_cmpgt_epi8(_mm_set1_epi8((char)rest), lanes); /* lanes 0..rest-1 */
     __m128i tail;
-    if (n >= 16) {
+    if (i + 16 <= readable) {
+        tail = _mm_loadu_si128((const __m128i *)(in + i));
+    } else if (n >= 16) {
         /* lane k takes byte 16 - rest + k of the last 16 bytes */
         __m128i shift = _mm_add_epi8(lanes, _mm_set1_epi8((char)(16 - rest)));
         tail = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + n - 16)), _mm_and_si128(shift, _mm_set1_epi8(15)));
     } else {
         uint8_t copy[16] = {0};
-        for (size_t k = 0; k < rest; k++) copy[k] = in[i + k];
+        copy_small(copy, in + i, rest);
         tail = _mm_loadu_si128((const __m128i *)copy);
     }
     tail = _mm_or_si128(_mm_and_si128(kept, tail), _mm_andnot_si128(kept, _mm_set1_epi8('A')));
+    uint8_t bytes[12];
     if (!decode_block(tail, bytes)) return -1;
     size_t count = rest * 3 / 4;
-    for (size_t k = 0; k < count; k++) out[o + k] = bytes[k];
+    copy_small(out + o, bytes, count);
     return (ptrdiff_t)(o + count);
 }
 #endif
 
-ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
-    const uint8_t *in = text;
-    uint8_t *out = output;
+/* sc_base64url_decode, allowed to read `readable` (at least n) bytes of `text`. */
+static ptrdiff_t base64url_decode(const uint8_t *in, size_t n, size_t readable, uint8_t *out) {
     if (n % 4 == 1) return -1;
     size_t i = 0, o = 0;
 #if defined(__x86_64__)
     if (sc_has_ssse3()) {
-        ptrdiff_t written = decode_ssse3(in, n, out);
+        ptrdiff_t written = decode_ssse3(in, n, readable, out);
         if (written < 0 || n == 0) return written;
         uint8_t last = sc_base64url_value(in[n - 1]); /* a valid character: the block checked it */
         if ((n % 4 == 2 && (last & 15) != 0) || (n % 4 == 3 && (last & 3) != 0)) return -1;
         return written;
     }
+#else
+    (void)readable;
 #endif
     uint32_t all = 0;
     for (; i + 4 <= n; i += 4, o += 3) {
@@ -200,6 +223,11 @@ ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
         unused = c & 3;
     }
     return all < 64 && unused == 0 ? (ptrdiff_t)o : -1;
+}
+
+
+ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
+    return base64url_decode(text, n, n, output);
 }
 
 /* ---- wtoken fields (SPEC §4.1), parsed in one pass ------------------------------------- */
@@ -234,23 +262,42 @@ static int64_t token_decimal(const uint8_t *digits, int32_t length, int64_t max)
     return bad || value > max ? -1 : value;
 }
 
-/* Whether every byte is a base64url character: 16 at a time by range compares (SSE2), the
-   rest through the table. */
-static int token_alphabet(const uint8_t *p, int32_t length) {
+#if defined(__x86_64__)
+/* token_alphabet by `alphabet_classes`, 16 at a time, the last 1-15 as one more block when 16
+   bytes are readable there; -1 when they are not (the caller finishes through the table). */
+__attribute__((target("ssse3")))
+static int alphabet_ssse3(const uint8_t *p, int32_t length, size_t readable, int32_t *checked) {
+    int32_t i = 0;
+    for (; i + 16 <= length; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i high = _mm_and_si128(_mm_srli_epi32(v, 4), _mm_set1_epi8(0x0F));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(alphabet_classes(v, high), _mm_setzero_si128())) != 0) return 0;
+    }
+    *checked = i;
+    if (i == length) return 1;
+    if ((size_t)i + 16 > readable) return -1;
+    __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+    __m128i high = _mm_and_si128(_mm_srli_epi32(v, 4), _mm_set1_epi8(0x0F));
+    unsigned invalid = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(alphabet_classes(v, high), _mm_setzero_si128()));
+    return (invalid & ((1u << (length - i)) - 1)) == 0;
+}
+#endif
+
+/* Whether every byte of a field is a base64url character (`readable`: bytes of the token from
+   p on, which SSSE3 may read). */
+static int token_alphabet(const uint8_t *p, int32_t length, size_t readable) {
     int32_t i = 0;
 #if defined(__x86_64__)
-    for (; i + 16 <= length; i += 16) {
-        if (_mm_movemask_epi8(sc_alphabet_lanes(_mm_loadu_si128((const __m128i *)(p + i)))) != 0xFFFF) return 0;
+    if (sc_has_ssse3()) {
+        int result = alphabet_ssse3(p, length, readable, &i);
+        if (result >= 0) return result;
     }
+#else
+    (void)readable;
 #endif
     unsigned all = 0;
     for (; i < length; i++) all |= sc_base64url_value(p[i]);
     return all < 64;
-}
-
-/* Decodes a field of exactly `length` characters to exactly `bytes` bytes. */
-static int token_base64(const uint8_t *field, int32_t length, int32_t expected_length, size_t bytes, void *out) {
-    return length == expected_length && sc_base64url_decode(field, (size_t)length, out) == (ptrdiff_t)bytes;
 }
 
 int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
@@ -266,21 +313,154 @@ int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_
     if (found < 9) out->starts[found + 1] = (int32_t)n + 1;
 #define SC_LENGTH(k) (out->starts[(k) + 1] - 1 - out->starts[k])
 #define SC_FIELD(k) (t + out->starts[k])
+/* field k, exactly `length` characters, to exactly `bytes` bytes; the decoder may read on to n */
+#define SC_BASE64_FIELD(k, length, bytes, into) \
+    (SC_LENGTH(k) == (length) && base64url_decode(SC_FIELD(k), (size_t)(length), n - (size_t)out->starts[k], (uint8_t *)(into)) == (ptrdiff_t)(bytes))
     if (!(SC_LENGTH(0) == 2 && t[0] == 'v' && t[1] == '3')) return SC_TOKEN_VERSION;
     if (found != 8) return SC_TOKEN_FIELD_COUNT;
     int32_t key_length = SC_LENGTH(1);
     if (key_length < 1 || key_length > max_key_id) return SC_TOKEN_KEY_ID;
-    if (!token_alphabet(SC_FIELD(1), key_length)) return SC_TOKEN_KEY_ID;
+    if (!token_alphabet(SC_FIELD(1), key_length, n - (size_t)out->starts[1])) return SC_TOKEN_KEY_ID;
     if ((out->created = token_decimal(SC_FIELD(2), SC_LENGTH(2), max_created)) < 0) return SC_TOKEN_CREATED;
     if ((out->lifetime = token_decimal(SC_FIELD(3), SC_LENGTH(3), max_lifetime)) < 1) return SC_TOKEN_LIFETIME;
-    if (!token_base64(SC_FIELD(4), SC_LENGTH(4), 22, 16, out->nonce)) return SC_TOKEN_NONCE;
-    if (!token_base64(SC_FIELD(5), SC_LENGTH(5), 8, 6, &out->target)) return SC_TOKEN_TARGET;
+    if (!SC_BASE64_FIELD(4, 22, 16, out->nonce)) return SC_TOKEN_NONCE;
+    if (!SC_BASE64_FIELD(5, 8, 6, &out->target)) return SC_TOKEN_TARGET;
     int32_t signature_length = SC_LENGTH(8);
     if (signature_length != 43 && signature_length != 86) return SC_TOKEN_SIGNATURE;
-    if (!token_base64(SC_FIELD(8), signature_length, signature_length, signature_length == 43 ? 32 : 64, out->signature))
-        return SC_TOKEN_SIGNATURE;
+    if (!SC_BASE64_FIELD(8, signature_length, signature_length == 43 ? 32 : 64, out->signature)) return SC_TOKEN_SIGNATURE;
     out->signature_length = signature_length == 43 ? 32 : 64;
     return SC_TOKEN_OK;
 #undef SC_LENGTH
 #undef SC_FIELD
+#undef SC_BASE64_FIELD
+}
+
+/* ---- base64url encoding and the wtoken (SPEC §4.1) --------------------------------------- */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the pair table below stores the first character in the low byte"
+#endif
+
+/* The character of a 6-bit value, and the two characters of a 12-bit value (the first in the low
+   byte), computed by the compiler: one table load per two characters. */
+#define SC_B64(v) ((v) < 26 ? 'A' + (v) : (v) < 52 ? 'a' + (v) - 26 : (v) < 62 ? '0' + (v) - 52 : (v) == 62 ? '-' : '_')
+#define SC_PAIR(v) (uint16_t)(SC_B64((v) >> 6) | SC_B64((v) & 63) << 8)
+#define SC_P4(v) SC_PAIR(v), SC_PAIR((v) + 1), SC_PAIR((v) + 2), SC_PAIR((v) + 3)
+#define SC_P16(v) SC_P4(v), SC_P4((v) + 4), SC_P4((v) + 8), SC_P4((v) + 12)
+#define SC_P64(v) SC_P16(v), SC_P16((v) + 16), SC_P16((v) + 32), SC_P16((v) + 48)
+#define SC_P256(v) SC_P64(v), SC_P64((v) + 64), SC_P64((v) + 128), SC_P64((v) + 192)
+#define SC_P1024(v) SC_P256(v), SC_P256((v) + 256), SC_P256((v) + 512), SC_P256((v) + 768)
+static const uint16_t base64url_pairs[4096] = {SC_P1024(0), SC_P1024(1024), SC_P1024(2048), SC_P1024(3072)};
+static const char base64url_alphabet[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+#if defined(__x86_64__)
+/* 12 bytes (lanes 0-11 of v) to 16 characters (W. Muła's SSSE3 method): a shuffle and two
+   multiplies put each 6-bit value in its own lane, then one shuffle of a 16-entry table gives
+   the offset from value to character for each of the five ranges of the alphabet. */
+__attribute__((target("ssse3"), always_inline))
+static inline __m128i encode_block(__m128i v) {
+    v = _mm_shuffle_epi8(v, _mm_set_epi8(10, 11, 9, 10, 7, 8, 6, 7, 4, 5, 3, 4, 1, 2, 0, 1));
+    __m128i high = _mm_mulhi_epu16(_mm_and_si128(v, _mm_set1_epi32(0x0FC0FC00)), _mm_set1_epi32(0x04000040));
+    __m128i low = _mm_mullo_epi16(_mm_and_si128(v, _mm_set1_epi32(0x003F03F0)), _mm_set1_epi32(0x01000010));
+    __m128i values = _mm_or_si128(high, low);
+    /* 0-25 -> 13, 26-51 -> 0, 52-61 -> 1-10, 62 -> 11, 63 -> 12 */
+    __m128i range = _mm_or_si128(_mm_subs_epu8(values, _mm_set1_epi8(51)),
+                                 _mm_and_si128(_mm_cmpgt_epi8(_mm_set1_epi8(26), values), _mm_set1_epi8(13)));
+    const __m128i offsets = _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                          '0' - 52, '0' - 52, '0' - 52, '-' - 62, '_' - 63, 'A', 0, 0);
+    return _mm_add_epi8(values, _mm_shuffle_epi8(offsets, range));
+}
+
+/* Whole blocks while 16 bytes are readable; returns the bytes consumed (16 characters per 12). */
+__attribute__((target("ssse3")))
+static size_t encode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
+    size_t i = 0, o = 0;
+    for (; i + 16 <= n; i += 12, o += 16) _mm_storeu_si128((__m128i *)(out + o), encode_block(_mm_loadu_si128((const __m128i *)(in + i))));
+    return i;
+}
+#endif
+
+size_t sc_base64url_encode(const void *data, size_t n, void *output) {
+    const uint8_t *in = data;
+    uint8_t *out = output;
+    size_t i = 0, o = 0;
+#if defined(__x86_64__)
+    if (n >= 16 && sc_has_ssse3()) {
+        i = encode_ssse3(in, n, out);
+        o = i / 3 * 4;
+    }
+#endif
+    /* six bytes to eight characters with one 8-byte load and one 8-byte store */
+    for (; i + 8 <= n; i += 6, o += 8) {
+        uint64_t v;
+        memcpy(&v, in + i, 8);
+        v = __builtin_bswap64(v);
+        uint64_t characters = (uint64_t)base64url_pairs[v >> 52] | (uint64_t)base64url_pairs[(v >> 40) & 0xFFF] << 16 |
+                              (uint64_t)base64url_pairs[(v >> 28) & 0xFFF] << 32 | (uint64_t)base64url_pairs[(v >> 16) & 0xFFF] << 48;
+        memcpy(out + o, &characters, 8);
+    }
+    for (; i + 3 <= n; i += 3, o += 4) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        uint32_t characters = (uint32_t)base64url_pairs[v >> 12] | (uint32_t)base64url_pairs[v & 0xFFF] << 16;
+        memcpy(out + o, &characters, 4);
+    }
+    if (n - i == 1) {
+        out[o++] = (uint8_t)base64url_alphabet[in[i] >> 2];
+        out[o++] = (uint8_t)base64url_alphabet[(in[i] & 3) << 4];
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 8 | in[i + 1];
+        out[o++] = (uint8_t)base64url_alphabet[v >> 10];
+        out[o++] = (uint8_t)base64url_alphabet[(v >> 4) & 63];
+        out[o++] = (uint8_t)base64url_alphabet[(v << 2) & 63];
+    }
+    return o;
+}
+
+/* The decimal of value ('-' first when negative, for a WToken whose fields were set by hand),
+   two digits at a time from a table of "00" to "99". */
+static size_t token_put_decimal(uint8_t *out, int64_t value) {
+    size_t sign = value < 0;
+    if (sign) *out++ = '-';
+    uint64_t v = sign ? 0 - (uint64_t)value : (uint64_t)value;
+    static const char pairs[201] =
+        "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849"
+        "5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+    size_t digits = 1;
+    for (uint64_t scale = 10; digits < 20 && v >= scale; scale *= 10) digits++;
+    size_t end = digits;
+    for (; v >= 100; v /= 100) {
+        end -= 2;
+        memcpy(out + end, pairs + 2 * (v % 100), 2);
+    }
+    if (v >= 10) {
+        memcpy(out + end - 2, pairs + 2 * v, 2);
+    } else {
+        out[end - 1] = (uint8_t)('0' + v);
+    }
+    return sign + digits;
+}
+
+size_t sc_token_encode(const sc_token_parts *parts, void *output) {
+    uint8_t *out = output;
+    size_t o = 0;
+    memcpy(out, "v3.", 3);
+    o = 3;
+    memcpy(out + o, parts->key_id, parts->key_id_length);
+    o += parts->key_id_length;
+    out[o++] = '.';
+    o += token_put_decimal(out + o, parts->created);
+    out[o++] = '.';
+    o += token_put_decimal(out + o, parts->lifetime);
+    out[o++] = '.';
+    o += sc_base64url_encode(parts->nonce, 16, out + o);
+    out[o++] = '.';
+    o += sc_base64url_encode(parts->target, 6, out + o);
+    out[o++] = '.';
+    o += sc_base64url_encode(parts->account, parts->account_length, out + o);
+    out[o++] = '.';
+    if (parts->headers_length > 0) memcpy(out + o, parts->headers, parts->headers_length);
+    o += parts->headers_length;
+    out[o++] = '.';
+    o += sc_base64url_encode(parts->signature, parts->signature_length, out + o);
+    return o;
 }

@@ -50,57 +50,56 @@ public enum Base64URL {
 
     public static func encode(_ bytes: [UInt8]) -> String { bytes.withUnsafeBytes { encode($0) } }
 
-    /// The two characters of every 12-bit value, the first in the low byte (8 KiB, built once):
-    /// one table load per two characters. Written only by its initializer, then read-only.
-    nonisolated(unsafe) private static let pairs: UnsafePointer<UInt16> = {
-        let table = UnsafeMutablePointer<UInt16>.allocate(capacity: 4096)
-        let characters = alphabet.utf8Start
-        for value in 0..<4096 {
-            table[value] = UInt16(characters[value >> 6]) | UInt16(characters[value & 63]) << 8
-        }
-        return UnsafePointer(table)
-    }()
-
+    /// Appends the base64url of public bytes (`sc_base64url_encode`: a table indexed by the
+    /// data, two characters per load). Key material goes through `appendSecret`.
     static func append(_ bytes: UnsafeRawBufferPointer, to out: inout ByteWriter) {
-        let table = alphabet.utf8Start
-        let pairs = Self.pairs
-        let n = bytes.count
-        out.appendRun(maxCount: encodedLength(n)) { output in
-            var i = 0, o = 0
-            if let input = bytes.baseAddress {
-                @inline(__always) func pair(_ bits: UInt64, _ shift: UInt64) -> UInt64 {
-                    UInt64(pairs[Int(truncatingIfNeeded: bits >> shift) & 0xFFF])
+        out.appendRun(maxCount: encodedLength(bytes.count)) { output in
+            bytes.isEmpty ? 0 : sc_base64url_encode(bytes.baseAddress, bytes.count, output.base)
+        }
+    }
+
+    /// Appends the base64url of key material in constant time: each character by arithmetic on
+    /// its 6-bit value, no table and no branch that depends on the bytes.
+    static func appendSecret(_ bytes: UnsafeRawBufferPointer, to out: inout ByteWriter) {
+        out.appendRun(maxCount: encodedLength(bytes.count)) { output in
+            var o = 0, bits: UInt32 = 0, count: UInt32 = 0
+            for byte in bytes {
+                bits = bits << 8 | UInt32(byte)
+                count += 8
+                while count >= 6 {
+                    count -= 6
+                    output[o] = constantTimeCharacter(bits >> count & 63)
+                    o += 1
                 }
-                // Six bytes to eight characters with one 8-byte load and one 8-byte store
-                // (while eight bytes remain readable); the loop below finishes.
-                while i + 8 <= n {
-                    let v = UInt64(bigEndian: input.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                    let characters = pair(v, 52) | pair(v, 40) << 16 | pair(v, 28) << 32 | pair(v, 16) << 48
-                    output.base.storeBytes(of: characters.littleEndian, toByteOffset: o, as: UInt64.self)
-                    i += 6
-                    o += 8
-                }
             }
-            while i + 3 <= n {
-                let v = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2])
-                output.base.storeBytes(of: pairs[v >> 12].littleEndian, toByteOffset: o, as: UInt16.self)
-                output.base.storeBytes(of: pairs[v & 0xFFF].littleEndian, toByteOffset: o + 2, as: UInt16.self)
-                i += 3
-                o += 4
+            if count > 0 {
+                output[o] = constantTimeCharacter(bits << (6 - count) & 63)
+                o += 1
             }
-            if n - i == 1 {
-                let v = Int(bytes[i]) << 16
-                output[o] = table[v >> 18]
-                output[o + 1] = table[v >> 12 & 63]
-                o += 2
-            } else if n - i == 2 {
-                let v = Int(bytes[i]) << 16 | Int(bytes[i + 1]) << 8
-                output[o] = table[v >> 18]
-                output[o + 1] = table[v >> 12 & 63]
-                output[o + 2] = table[v >> 6 & 63]
-                o += 3
-            }
+            bits = 0
             return o
+        }
+    }
+
+    /// The alphabet character of a 6-bit value, by branch-free arithmetic (the inverse of
+    /// `constantTimeValue`).
+    @inline(__always)
+    static func constantTimeCharacter(_ value: UInt32) -> UInt8 {
+        let x = Int32(bitPattern: value)
+        func below(_ limit: Int32) -> Int32 { (x &- limit) >> 31 }  // all ones when x < limit
+        let lt26 = below(26), lt52 = below(52), lt62 = below(62), lt63 = below(63)
+        let c = (lt26 & (x &+ 65)) | (~lt26 & lt52 & (x &+ 71)) | (~lt52 & lt62 & (x &- 4)) | (~lt62 & lt63 & 45) | (~lt63 & 95)
+        return UInt8(truncatingIfNeeded: c)
+    }
+
+    /// The base64url of key material, as a String (an explicit export: the caller owns it).
+    static func encodeSecret(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: encodedLength(bytes.count)) { out in
+                var writer = ByteWriter(UnsafeMutableRawBufferPointer(out))
+                appendSecret(bytes, to: &writer)
+                return writer.count
+            }
         }
     }
 

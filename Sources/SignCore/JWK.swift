@@ -23,7 +23,7 @@ public enum JWK {
         func member(_ text: String, base64url bytes: UnsafeRawBufferPointer) {
             hasher.update(Array(text.utf8))
             var writer = ByteWriter(encoded)
-            Base64URL.append(bytes, to: &writer)
+            Base64URL.appendSecret(bytes, to: &writer)  // the HMAC secret, and public keys alike
             hasher.update(writer.written)
         }
         func member(_ text: String, base64url bytes: ArraySlice<UInt8>) {
@@ -60,7 +60,7 @@ public enum JWK {
                        ("y", Base64URL.encode(Array(key.publicKey[33..<65])))]
         }
         if includePrivate, var secret = key.exportSecret() {
-            members.append((key.algorithm == .hmacSHA256 ? "k" : "d", Base64URL.encode(secret)))
+            members.append((key.algorithm == .hmacSHA256 ? "k" : "d", Base64URL.encodeSecret(secret)))
             wipe(&secret)
         }
         return "{" + members.map { "\(JSON.quote($0.0)):\(JSON.quote($0.1))" }.joined(separator: ",") + "}"

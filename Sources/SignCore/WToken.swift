@@ -91,24 +91,15 @@ public struct WToken: Sendable, Equatable {
         let length = encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, account: account.count,
                                    headers: headers.count, signature: signature.count)
         return String(unsafeUninitializedCapacity: length) { buffer in
-            var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
-            out.append("v3.")
-            out.append(keyID)
-            out.append(UInt8(ascii: "."))
-            out.appendDecimal(created)
-            out.append(UInt8(ascii: "."))
-            out.appendDecimal(lifetime)
-            out.append(UInt8(ascii: "."))
-            withUnsafeBytes(of: nonce.words) { Base64URL.append($0, to: &out) }
-            out.append(UInt8(ascii: "."))
-            Base64URL.append(targetHint, to: &out)
-            out.append(UInt8(ascii: "."))
-            Base64URL.append(account, to: &out)
-            out.append(UInt8(ascii: "."))
-            out.append(headers)
-            out.append(UInt8(ascii: "."))
-            Base64URL.append(signature, to: &out)
-            return out.count
+            withUnsafeBytes(of: nonce.words) { nonce in
+                var parts = sc_token_parts(key_id: keyID.baseAddress, key_id_length: keyID.count,
+                                           created: created, lifetime: lifetime, nonce: nonce.baseAddress,
+                                           target: targetHint.baseAddress, account: account.baseAddress,
+                                           account_length: account.count, headers: headers.baseAddress,
+                                           headers_length: headers.count, signature: signature.baseAddress,
+                                           signature_length: signature.count)
+                return sc_token_encode(&parts, buffer.baseAddress)
+            }
         }
     }
 

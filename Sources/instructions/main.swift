@@ -49,7 +49,8 @@ func signedRequests(_ signers: [Signer], _ count: Int) throws -> [ReceivedReques
 
 func second(of index: Int) -> Int64 { 1_790_000_000 + Int64(index / perSecond) }
 
-/// Verifies `requests[range]`, moving the clock on as it goes.
+/// Verifies `requests[range]`, moving the clock on as it goes. (Each request is copied out of
+/// the array for the call, so scripts/instructions counts only inside `verifySynchronously`.)
 @inline(__always)
 func verifyAll(_ verifier: Verifier, _ requests: [ReceivedRequest], _ range: Range<Int>) throws {
     for index in range {

@@ -163,6 +163,41 @@ import Testing
         #expect(viaShim(Array((String(repeating: "A", count: 32) + "AQ").utf8)) == Array(repeating: 0, count: 24) + [1])
     }
 
+    /// Key material is encoded by arithmetic, public bytes through the shim's table and SSSE3
+    /// blocks: both give Foundation's answer at every length, and the arithmetic character is
+    /// the inverse of the arithmetic value for all 64.
+    @Test func secretAndPublicEncodersAgree() {
+        for value in UInt32(0)..<64 {
+            #expect(Base64URL.constantTimeValue(of: Base64URL.constantTimeCharacter(value)) == value)
+        }
+        for length in 0...130 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
+            let foundation = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encodeSecret(bytes) == foundation, "\(length)")
+            #expect(Base64URL.encode(bytes) == foundation, "\(length)")
+        }
+    }
+
+    /// The shim's token encoder writes exactly the length the signer allocated, for every
+    /// field size, and spells a negative time set by hand with its sign.
+    @Test func tokenEncoderFillsItsLength() throws {
+        for (created, lifetime) in [(Int64(0), Int64(1)), (9, 10), (99_999_999_999, 86_400), (-5, 60), (Int64.min, Int64.max)] {
+            for account in ["", "a", "ab", "abc", String(repeating: "é", count: 128)] {
+                let token = WToken(keyID: "k", created: created, lifetime: lifetime, nonce: Nonce(words: (1, 2)),
+                                   targetHint: [1, 2, 3, 4, 5, 6], account: account, coveredHeaders: ["a", "b"],
+                                   signature: Array(repeating: 7, count: 32))
+                let fields = token.encoded.split(separator: ".", omittingEmptySubsequences: false)
+                #expect(fields.count == 9)
+                #expect(fields[2] == "\(created)" && fields[3] == "\(lifetime)")
+                #expect(Base64URL.decode(String(fields[6])) == Array(account.utf8))
+                if (0...WToken.maxCreated).contains(created), (1...WToken.maxLifetime).contains(lifetime) {
+                    #expect(try WToken(parsing: token.encoded) == token)
+                }
+            }
+        }
+    }
+
     /// A large key set is searched through its own index: every key found by its id bytes,
     /// ids one byte off or absent found nowhere, and the index follows removals.
     @Test func largeKeySetsFindEveryKey() throws {

@@ -96,6 +96,12 @@ static inline uint8_t sc_base64url_value(uint8_t c) {
    a 12-bit pair table measured faster than SSSE3 blocks on AMD Zen 5.) */
 ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output);
 
+/* Encodes base64url without padding (RFC 4648 §5) of public bytes: two characters per table
+   load (a 12-bit pair table; the table index is the data, so never for key material, which
+   SignCore encodes in constant time). Writes exactly (n * 4 + 2) / 3 characters and returns
+   that count. */
+size_t sc_base64url_encode(const void *data, size_t n, void *output);
+
 /* ---- Token fields ------------------------------------------------------------------------ */
 
 /* Where `byte` occurs in p[0..<n]: the first `max` positions go to `positions`, in order; the
@@ -149,6 +155,26 @@ enum {
 
 int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
                    sc_token_fields *out);
+
+/* The parts of a wtoken (SPEC §4.1) and its encoding in one pass, the signer's path:
+   "v3." kid "." created "." lifetime "." b64(nonce, 16) "." b64(target, 6) "." b64(account) "."
+   headers "." b64(signature). The caller checks every field against its limits and sizes
+   `output` (SignCore: WToken.encodedLength). Returns the bytes written. */
+typedef struct {
+    const void *key_id;
+    size_t key_id_length;
+    int64_t created, lifetime;
+    const void *nonce;  /* 16 bytes */
+    const void *target; /* 6 bytes */
+    const void *account;
+    size_t account_length;
+    const void *headers;
+    size_t headers_length;
+    const void *signature;
+    size_t signature_length;
+} sc_token_parts;
+
+size_t sc_token_encode(const sc_token_parts *parts, void *output);
 
 /* ---- URLs (the one-pass canonicalisation of common URLs) ------------------------------- */
 
