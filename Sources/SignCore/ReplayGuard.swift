@@ -26,7 +26,7 @@ public protocol ReplayGuard: Sendable {
 ///   nonce and key. Two different pairs in one probe run agree on the hash bits that placed
 ///   them (up to about 25), so a fresh token is mistaken for a replay with probability about
 ///   2⁻⁵⁰ per entry compared, a few per record: at 100,000 verifies a second, about once a
-///   century. Nobody can aim at it: the hash's seed is secret.
+///   century. Nobody can aim at it: the hash is SipHash-1-3 under a random key of the guard's own.
 ///
 /// - **Capacity**: refuses (`overloaded`) only when the guard as a whole holds `capacity`
 ///   unexpired nonces. Shards take room from one shared budget in small batches and give it
@@ -119,11 +119,19 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         private let perKeyLimit: Int
         /// The shared budget: slots no shard holds, and when it was last swept.
         private let budget: UnsafeMutablePointer<Budget>
+        /// The SipHash key of the nonce hash, from the OS CSPRNG: secret, so nobody can choose
+        /// nonces that crowd one probe run.
+        private let hashKey: (UInt64, UInt64)
 
         /// Slots a shard takes from the shared budget at a time.
         static let batch = 64
 
         init(count: Int, capacity: Int, perKeyLimit: Int) throws(SignCoreError) {
+            var key: (UInt64, UInt64) = (0, 0)
+            guard withUnsafeMutableBytes(of: &key, { sc_os_random($0.baseAddress, $0.count) }) == 0 else {
+                throw SignCoreError(.cryptoFailure, "the operating system's random generator failed")
+            }
+            hashKey = key
             shardCount = count
             self.perKeyLimit = perKeyLimit
             budget = .allocate(capacity: 1)
@@ -157,11 +165,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         /// prefetch, never a wrong answer (prefetching never faults and `record` probes under
         /// the lock).
         func hashed(_ nonce: Nonce, key: ReplayKey) -> HashedNonce {
-            var hasher = Hasher()  // SipHash with a per-process random seed
-            hasher.combine(key.tag)
-            hasher.combine(nonce.words.0)
-            hasher.combine(nonce.words.1)
-            let hash = UInt64(UInt(bitPattern: hasher.finalize())) | 1
+            let hash = sc_siphash13_3(hashKey.0, hashKey.1, key.tag, nonce.words.0, nonce.words.1) | 1
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)

@@ -1,8 +1,23 @@
+import CSignBytes
 import Testing
 @testable import SignCore
 
 @Suite struct ReplayGuardTests {
     static let key = "k1"
+
+    /// The guard's nonce hash is SipHash: the shim's function with 2 and 4 rounds gives the
+    /// reference vectors of the SipHash paper (key 00..0f, message 00..n-1) for whole words.
+    @Test func sipHashMatchesTheReferenceVectors() {
+        let k0: UInt64 = 0x0706_0504_0302_0100, k1: UInt64 = 0x0F0E_0D0C_0B0A_0908
+        let message: [UInt64] = [0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908, 0x1716_1514_1312_1110]
+        let expected: [UInt64] = [0x726F_DB47_DD0E_0E31, 0x93F5_F579_9A93_2462, 0x3F2A_CC7F_57C2_9BDB, 0xB8AD_50C6_F649_AF94]
+        for count in 0...3 {
+            #expect(message.withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, count, 2, 4) } == expected[count])
+        }
+        // The guard's SipHash-1-3 of three words is the general function's.
+        #expect(sc_siphash13_3(k0, k1, 1, 2, 3) == [UInt64(1), 2, 3].withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, 3, 1, 3) })
+        #expect(sc_siphash13_3(k0, k1, 1, 2, 3) != sc_siphash13_3(k0, k1 ^ 1, 1, 2, 3))
+    }
 
     @Test func refusesWhenFullAndNeverForgetsAnUnexpiredNonce() throws {
         let guardian = try InMemoryReplayGuard(capacity: 4, maxShare: 1)
