@@ -425,8 +425,7 @@ static size_t token_put_decimal(uint8_t *out, int64_t value) {
     static const char pairs[201] =
         "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849"
         "5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-    size_t digits = 1;
-    for (uint64_t scale = 10; digits < 20 && v >= scale; scale *= 10) digits++;
+    size_t digits = (size_t)sc_decimal_digits(v);
     size_t end = digits;
     for (; v >= 100; v /= 100) {
         end -= 2;

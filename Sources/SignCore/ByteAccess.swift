@@ -174,14 +174,7 @@ struct ByteWriter {
     private static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
     /// Number of decimal digits of `magnitude` (1–20).
-    static func decimalDigitCount(_ magnitude: UInt64) -> Int {
-        var digits = 1, scale: UInt64 = 10
-        while digits < 20, magnitude >= scale {  // UInt64.max has 20 digits
-            digits += 1
-            scale = scale &* 10
-        }
-        return digits
-    }
+    static func decimalDigitCount(_ magnitude: UInt64) -> Int { Int(sc_decimal_digits(magnitude)) }
 
     /// Drops everything written from `index` on.
     mutating func truncate(to index: Int) {

@@ -98,6 +98,22 @@ void sc_pages_free(void *pages, size_t length);
 static inline void sc_prefetch_for_write(const void *p) { __builtin_prefetch(p, 1, 3); }
 static inline void sc_prefetch_for_read(const void *p) { __builtin_prefetch(p, 0, 3); }
 
+/* ---- decimals --------------------------------------------------------------------------- */
+
+/* The number of decimal digits of v (1-20) without a loop: log10 from the bit length
+   (1233 / 4096 is just above log10 2), corrected by one comparison with a power of ten. */
+static inline int sc_decimal_digits(uint64_t v) {
+    static const uint64_t powers[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
+        10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+        1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+        10000000000000000000ULL,
+    };
+    v |= 1; /* 0 has one digit; no power of ten from 10 on is odd, so nothing else changes */
+    int approximate = ((64 - __builtin_clzll(v)) * 1233) >> 12;
+    return approximate + (v >= powers[approximate]);
+}
+
 /* ---- base64url (public header fields) ------------------------------------------------- */
 
 /* The value of a base64url character, 255 for any other byte: one table load, no branch to
