@@ -93,7 +93,8 @@ public enum Base64URL {
     }
 
     /// The base64url of key material, as a String (an explicit export: the caller owns it).
-    static func encodeSecret(_ bytes: [UInt8]) -> String {
+    @_spi(Fuzzing)
+    public static func encodeSecret(_ bytes: [UInt8]) -> String {
         bytes.withUnsafeBytes { bytes in
             String(unsafeUninitializedCapacity: encodedLength(bytes.count)) { out in
                 var writer = ByteWriter(UnsafeMutableRawBufferPointer(out))
