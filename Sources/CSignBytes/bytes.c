@@ -127,25 +127,6 @@ static inline int decode_block(__m128i v, uint8_t *out) {
 
 #endif
 
-/* Copies up to 15 bytes with at most two overlapping 8- or 4-byte moves instead of a loop. */
-static inline void copy_small(uint8_t *to, const uint8_t *from, size_t length) {
-    if (length >= 8) {
-        uint64_t head, tail;
-        memcpy(&head, from, 8);
-        memcpy(&tail, from + length - 8, 8);
-        memcpy(to, &head, 8);
-        memcpy(to + length - 8, &tail, 8);
-    } else if (length >= 4) {
-        uint32_t head, tail;
-        memcpy(&head, from, 4);
-        memcpy(&tail, from + length - 4, 4);
-        memcpy(to, &head, 4);
-        memcpy(to + length - 4, &tail, 4);
-    } else {
-        for (size_t k = 0; k < length; k++) to[k] = from[k];
-    }
-}
-
 #if defined(__x86_64__)
 /* All of `in` (n not 1 mod 4): whole blocks, then the last 2-15 characters as one more block
    padded with 'A' (value 0) in a register, loaded from where they are when `readable` (at
@@ -171,14 +152,14 @@ static ptrdiff_t decode_ssse3(const uint8_t *in, size_t n, size_t readable, uint
         tail = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + n - 16)), _mm_and_si128(shift, _mm_set1_epi8(15)));
     } else {
         uint8_t copy[16] = {0};
-        copy_small(copy, in + i, rest);
+        sc_copy_small(copy, in + i, rest);
         tail = _mm_loadu_si128((const __m128i *)copy);
     }
     tail = _mm_or_si128(_mm_and_si128(kept, tail), _mm_andnot_si128(kept, _mm_set1_epi8('A')));
     uint8_t bytes[12];
     if (!decode_block(tail, bytes)) return -1;
     size_t count = rest * 3 / 4;
-    copy_small(out + o, bytes, count);
+    sc_copy_small(out + o, bytes, count);
     return (ptrdiff_t)(o + count);
 }
 #endif

@@ -54,27 +54,6 @@ static inline void fold_host(uint8_t *out, size_t start, size_t end) {
 #endif
 }
 
-/* Copies a short run (a query pair) without a call for up to 16 bytes. */
-static inline void copy_short(uint8_t *to, const uint8_t *from, size_t length) {
-    if (length >= 8 && length <= 16) {
-        uint64_t head, tail;
-        memcpy(&head, from, 8);
-        memcpy(&tail, from + length - 8, 8);
-        memcpy(to, &head, 8);
-        memcpy(to + length - 8, &tail, 8);
-    } else if (length >= 4 && length < 8) {
-        uint32_t head, tail;
-        memcpy(&head, from, 4);
-        memcpy(&tail, from + length - 4, 4);
-        memcpy(to, &head, 4);
-        memcpy(to + length - 4, &tail, 4);
-    } else if (length < 4) {
-        for (size_t k = 0; k < length; k++) to[k] = from[k];
-    } else {
-        memcpy(to, from, length);
-    }
-}
-
 /* 0-15 for a hex digit, -1 for any other byte. */
 static inline int hex_value(uint8_t c) {
     if ((unsigned)(c - '0') < 10) return c - '0';
@@ -129,7 +108,7 @@ static void sort_pairs(uint8_t *out, size_t query, size_t end, sc_url_pair *pair
     for (int j = 0; j < count; j++) {
         if (j > 0) *at++ = '&';
         size_t length = (size_t)(pairs[j].end - pairs[j].start);
-        copy_short(at, spare + ((size_t)pairs[j].start - query), length);
+        sc_copy_small(at, spare + ((size_t)pairs[j].start - query), length);
         at += length;
     }
 }

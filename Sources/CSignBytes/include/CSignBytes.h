@@ -18,6 +18,30 @@
 #define SC_MUST_CHECK __attribute__((warn_unused_result))
 #endif
 
+/* ---- Short copies ----------------------------------------------------------------------- */
+
+/* Copies up to 16 bytes with at most two overlapping 8- or 4-byte moves instead of a call
+   (more go to memcpy): a query pair, the last bytes of a decoded field. */
+static inline void sc_copy_small(uint8_t *to, const uint8_t *from, size_t length) {
+    if (length >= 8 && length <= 16) {
+        uint64_t head, tail;
+        __builtin_memcpy(&head, from, 8);
+        __builtin_memcpy(&tail, from + length - 8, 8);
+        __builtin_memcpy(to, &head, 8);
+        __builtin_memcpy(to + length - 8, &tail, 8);
+    } else if (length >= 4 && length < 8) {
+        uint32_t head, tail;
+        __builtin_memcpy(&head, from, 4);
+        __builtin_memcpy(&tail, from + length - 4, 4);
+        __builtin_memcpy(to, &head, 4);
+        __builtin_memcpy(to + length - 4, &tail, 4);
+    } else if (length < 4) {
+        for (size_t k = 0; k < length; k++) to[k] = from[k];
+    } else {
+        __builtin_memcpy(to, from, length);
+    }
+}
+
 /* ---- Comparison and wiping ------------------------------------------------------------ */
 
 /* Constant-time equality: 0 when equal, -1 otherwise. */
