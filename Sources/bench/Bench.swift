@@ -33,7 +33,10 @@ struct Bench: AsyncParsableCommand {
         for benchCase in try Catalogue.cases() where selected(benchCase.operation) {
             let (operation, floor) = try benchCase.make()
             let measurement = await measure(operation, floor: engineOnly ? nil : floor, settings: settings)
-            let row = Row(benchCase, measurement)
+            var row = Row(benchCase, measurement)
+            if benchCase.floorNote == "1 thread" {  // the second core's control, right after the row
+                row.secondCore = await measure(Catalogue.sha256(workers: 2), floor: Catalogue.sha256(workers: 1), settings: settings).ratio
+            }
             print(row.line)
             rows.append(row)
         }

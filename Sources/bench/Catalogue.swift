@@ -230,6 +230,22 @@ enum Catalogue {
         }
     }
 
+    /// Raw SHA-256 of 64 bytes on `workers` threads: two against one says how much of a second
+    /// core the machine gives right now (a control for the 2-thread rows, which no load
+    /// average shows when a hypervisor runs another guest on the sibling of our vCPU).
+    static func sha256(workers: Int) -> Timed {
+        let body = pattern(64)
+        return { iterations in
+            await parallel(workers: workers) { _ in
+                body.withUnsafeBytes { bytes in
+                    withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { out in
+                        for _ in 0..<(iterations / workers) { bench_sha256(bytes.baseAddress, bytes.count, out.baseAddress) }
+                    }
+                }
+            }
+        }
+    }
+
     /// Canonicalisation into a reused buffer (the public `CanonicalURL.write`).
     static func canonicalize(_ url: String) -> Timed {
         let input = Array(url.utf8)
