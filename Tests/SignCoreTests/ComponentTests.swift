@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import SignCore
+@_spi(Fuzzing) @testable import SignCore
 
 @Suite struct KeyTests {
     /// Small sets are searched by comparing ids, large ones through the dictionary: both find
