@@ -425,7 +425,7 @@ size_t sc_token_encode(const sc_token_parts *parts, void *output) {
     size_t o = 0;
     memcpy(out, "v3.", 3);
     o = 3;
-    memcpy(out + o, parts->key_id, parts->key_id_length);
+    if (parts->key_id_length > 0) memcpy(out + o, parts->key_id, parts->key_id_length);
     o += parts->key_id_length;
     out[o++] = '.';
     o += token_put_decimal(out + o, parts->created);
@@ -434,7 +434,7 @@ size_t sc_token_encode(const sc_token_parts *parts, void *output) {
     out[o++] = '.';
     o += sc_base64url_encode(parts->nonce, 16, out + o);
     out[o++] = '.';
-    o += sc_base64url_encode(parts->target, 6, out + o);
+    o += sc_base64url_encode(parts->target, parts->target_length, out + o);
     out[o++] = '.';
     o += sc_base64url_encode(parts->account, parts->account_length, out + o);
     out[o++] = '.';

@@ -88,13 +88,13 @@ public struct WToken: Sendable, Equatable {
     static func encode(keyID: UnsafeRawBufferPointer, created: Int64, lifetime: Int64, nonce: Nonce,
                        targetHint: UnsafeRawBufferPointer, account: UnsafeRawBufferPointer,
                        headers: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> String {
-        let length = encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, account: account.count,
-                                   headers: headers.count, signature: signature.count)
+        let length = encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, target: targetHint.count,
+                                   account: account.count, headers: headers.count, signature: signature.count)
         return String(unsafeUninitializedCapacity: length) { buffer in
             withUnsafeBytes(of: nonce.words) { nonce in
                 var parts = sc_token_parts(key_id: keyID.baseAddress, key_id_length: keyID.count,
                                            created: created, lifetime: lifetime, nonce: nonce.baseAddress,
-                                           target: targetHint.baseAddress, account: account.baseAddress,
+                                           target: targetHint.baseAddress, target_length: targetHint.count, account: account.baseAddress,
                                            account_length: account.count, headers: headers.baseAddress,
                                            headers_length: headers.count, signature: signature.baseAddress,
                                            signature_length: signature.count)
@@ -104,9 +104,12 @@ public struct WToken: Sendable, Equatable {
     }
 
     /// The length of an encoded token with fields of these sizes.
-    static func encodedLength(keyID: Int, created: Int64, lifetime: Int64, account: Int, headers: Int, signature: Int) -> Int {
+    /// (`target`: the hint's byte count, 6 in every token a signer makes; a WToken's fields can
+    /// be set to anything by hand, and its encoding still fits.)
+    static func encodedLength(keyID: Int, created: Int64, lifetime: Int64, target: Int = targetHintBytes, account: Int,
+                              headers: Int, signature: Int) -> Int {
         3 + keyID + 1 + decimalDigits(created) + 1 + decimalDigits(lifetime) + 1
-            + Base64URL.encodedLength(Nonce.byteCount) + 1 + Base64URL.encodedLength(targetHintBytes) + 1
+            + Base64URL.encodedLength(Nonce.byteCount) + 1 + Base64URL.encodedLength(target) + 1
             + Base64URL.encodedLength(account) + 1 + headers + 1 + Base64URL.encodedLength(signature)
     }
 

@@ -235,15 +235,16 @@ int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_
                    sc_token_fields *out);
 
 /* The parts of a wtoken (SPEC §4.1) and its encoding in one pass, the signer's path:
-   "v3." kid "." created "." lifetime "." b64(nonce, 16) "." b64(target, 6) "." b64(account) "."
+   "v3." kid "." created "." lifetime "." b64(nonce, 16) "." b64(target) "." b64(account) "."
    headers "." b64(signature). The caller checks every field against its limits and sizes
    `output` (SignCore: WToken.encodedLength). Returns the bytes written. */
 typedef struct {
     const void *key_id;
     size_t key_id_length;
     int64_t created, lifetime;
-    const void *nonce;  /* 16 bytes */
-    const void *target; /* 6 bytes */
+    const void *nonce; /* 16 bytes */
+    const void *target;
+    size_t target_length; /* 6 in a signer's token */
     const void *account;
     size_t account_length;
     const void *headers;
