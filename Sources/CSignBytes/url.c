@@ -170,6 +170,7 @@ ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) 
                 } else if (c == '%') {
                     if (!reserved_escape(in, n, j, out + j + delta)) return -1;
                 } else if (c == '+') { /* a literal '+' in the path */
+                    if (delta / 2 == SC_URL_COMMON_MAX_PLUSES) return -1;
                     memcpy(out + j + delta + 3, in + j + 1, n - j - 1);
                     memcpy(out + j + delta, "%2B", 3);
                     delta += 2;
@@ -195,6 +196,7 @@ ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) 
             } else if (c == '%') {
                 if (!reserved_escape(in, n, j, out + j + delta)) return -1;
             } else if (c == '+') { /* a space in the query */
+                if (delta / 2 == SC_URL_COMMON_MAX_PLUSES) return -1;
                 memcpy(out + j + delta + 3, in + j + 1, n - j - 1);
                 memcpy(out + j + delta, "%20", 3);
                 delta += 2;

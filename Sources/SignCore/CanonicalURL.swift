@@ -50,8 +50,8 @@ public enum CanonicalURL {
         guard input.count <= maxInputBytes else { throw invalid("the URL is longer than 8192 bytes") }
         // Every input byte yields at most 3 output bytes ("é" → "%C3%A9"), and whatever is added
         // (a "/" for an empty path, "=" after a bare key) comes with input bytes that shrink or
-        // stay; the second half holds the unsorted query while it is sorted. 16 more bytes let
-        // `sc_url_common` read and write whole 16-byte blocks past the end of what it writes.
+        // stay; the second half holds the unsorted query while it is sorted. The 16 bytes more
+        // are `sc_url_common`'s (whole 16-byte blocks read and written back past the end).
         let capacity = 3 * input.count + 24
         return try withScratch(byteCount: 2 * capacity) { (scratch) throws(SignCoreError) in
             let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[capacity...])

@@ -64,14 +64,36 @@ import Testing
             ("http://h?b=%2f&a=+", "http://h/?a=%20&b=%2F"),
         ] {
             let viaCommon: String? = Array(url.utf8).withUnsafeBytes { raw in
-                withUnsafeTemporaryAllocation(byteCount: 2 * (3 * raw.count + 8), alignment: 8) { scratch in
-                    let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[(3 * raw.count + 8)...])
+                withUnsafeTemporaryAllocation(byteCount: 2 * (3 * raw.count + 24), alignment: 8) { scratch in
+                    let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[(3 * raw.count + 24)...])
                     let count = sc_url_common(raw.baseAddress, raw.count, scratch.baseAddress, spare.baseAddress)
                     return count < 0 ? nil : String(decoding: UnsafeRawBufferPointer(start: scratch.baseAddress, count: count), as: UTF8.self)
                 }
             }
             #expect(viaCommon == canonical, "\(url)")
             #expect(result(url, commonPath: false) == canonical)
+        }
+    }
+
+    /// The one-pass path spells out at most 16 '+' (each moves the rest of the output, so a long
+    /// URL of '+' would cost quadratic time); beyond that the general path, linear, takes over
+    /// with the same result.
+    @Test func manyPlusesGoTheGeneralWay() throws {
+        func viaCommon(_ url: String) -> Int {
+            Array(url.utf8).withUnsafeBytes { raw in
+                withUnsafeTemporaryAllocation(byteCount: 2 * (3 * raw.count + 24), alignment: 8) { scratch in
+                    let spare = UnsafeMutableRawBufferPointer(rebasing: scratch[(3 * raw.count + 24)...])
+                    return sc_url_common(raw.baseAddress, raw.count, scratch.baseAddress, spare.baseAddress)
+                }
+            }
+        }
+        for (count, common) in [(16, true), (17, false), (8000, false)] {
+            for url in ["https://h/a" + String(repeating: "+", count: count), "https://h?q=" + String(repeating: "+", count: count)] {
+                #expect((viaCommon(url) >= 0) == common, "\(count)")
+                let expected = url.hasPrefix("https://h?") ? "https://h/?q=" + String(repeating: "%20", count: count)
+                                                           : "https://h/a" + String(repeating: "%2B", count: count)
+                #expect(try CanonicalURL.canonicalize(url) == expected)
+            }
         }
     }
 }
