@@ -125,9 +125,6 @@ static inline int decode_block(__m128i v, uint8_t *out) {
     return 1;
 }
 
-#endif
-
-#if defined(__x86_64__)
 /* All of `in` (n not 1 mod 4): whole blocks, then the last 2-15 characters as one more block
    padded with 'A' (value 0) in a register, loaded from where they are when `readable` (at
    least n) bytes may be read from `in`, else as the 16 bytes that end the text shifted into
@@ -205,7 +202,6 @@ static ptrdiff_t base64url_decode(const uint8_t *in, size_t n, size_t readable, 
     }
     return all < 64 && unused == 0 ? (ptrdiff_t)o : -1;
 }
-
 
 ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
     return base64url_decode(text, n, n, output);

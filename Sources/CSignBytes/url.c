@@ -113,6 +113,16 @@ static void sort_pairs(uint8_t *out, size_t query, size_t end, sc_url_pair *pair
     }
 }
 
+/* '+' at in[j] spelled out as `escape` at out[j + *delta], the rest of the input copied again
+   after it. 0 past SC_URL_COMMON_MAX_PLUSES (*delta counts 2 per '+', 1 for an empty path). */
+static inline int spell_plus(const uint8_t *in, size_t n, size_t j, uint8_t *out, size_t *delta, const char *escape) {
+    if (*delta / 2 == SC_URL_COMMON_MAX_PLUSES) return 0;
+    memcpy(out + j + *delta + 3, in + j + 1, n - j - 1);
+    memcpy(out + j + *delta, escape, 3);
+    *delta += 2;
+    return 1;
+}
+
 enum { IN_HOST, IN_PATH, IN_QUERY };
 
 ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) {
@@ -170,10 +180,7 @@ ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) 
                 } else if (c == '%') {
                     if (!reserved_escape(in, n, j, out + j + delta)) return -1;
                 } else if (c == '+') { /* a literal '+' in the path */
-                    if (delta / 2 == SC_URL_COMMON_MAX_PLUSES) return -1;
-                    memcpy(out + j + delta + 3, in + j + 1, n - j - 1);
-                    memcpy(out + j + delta, "%2B", 3);
-                    delta += 2;
+                    if (!spell_plus(in, n, j, out, &delta, "%2B")) return -1;
                 } else if (c == '?') {
                     if (j + 1 == n) return (ptrdiff_t)(j + delta); /* "?" alone: no query */
                     state = IN_QUERY;
@@ -196,10 +203,7 @@ ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) 
             } else if (c == '%') {
                 if (!reserved_escape(in, n, j, out + j + delta)) return -1;
             } else if (c == '+') { /* a space in the query */
-                if (delta / 2 == SC_URL_COMMON_MAX_PLUSES) return -1;
-                memcpy(out + j + delta + 3, in + j + 1, n - j - 1);
-                memcpy(out + j + delta, "%20", 3);
-                delta += 2;
+                if (!spell_plus(in, n, j, out, &delta, "%20")) return -1;
             } else {
                 return -1;
             }

@@ -4,8 +4,6 @@ import CSignBytes
 /// alphabet characters, no padding, and unused trailing bits must be zero, so every byte
 /// string has exactly one spelling and no token character can change without changing bytes.
 public enum Base64URL {
-    static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-
     /// The value of an alphabet character, above 63 for every other byte. Branch-free
     /// arithmetic that touches no table, so decoding key material leaks nothing through timing.
     @inline(__always)
