@@ -277,39 +277,139 @@ static int token_alphabet(const uint8_t *p, int32_t length, size_t readable) {
     return all < 64;
 }
 
+/* The dots of a wtoken: starts[k] = 1 + where dot k is, for the first 10 dots, and the count
+   of every dot. SSE2 compares 16 bytes at a time into a mask of 64 (the last 1-15 bytes as the
+   16 that end the text, shifted past the bytes already seen), whose set bits are then taken one
+   by one. */
+static size_t token_dots(const uint8_t *t, size_t n, int32_t starts[11]) {
+    size_t found = 0, i = 0;
+#if defined(__SSE2__)
+    if (n >= 16) {
+        const __m128i dot = _mm_set1_epi8('.');
+#define SC_DOTS(at) ((uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(t + (at))), dot)))
+        for (; i < n; i += 64) {
+            uint64_t mask = 0;
+            if (i + 64 <= n) {
+                mask = SC_DOTS(i) | SC_DOTS(i + 16) << 16 | SC_DOTS(i + 32) << 32 | SC_DOTS(i + 48) << 48;
+            } else {
+                size_t k = 0;
+                for (; i + k + 16 <= n; k += 16) mask |= SC_DOTS(i + k) << k;
+                if (i + k < n) mask |= SC_DOTS(n - 16) >> (i + k - (n - 16)) << k;
+            }
+            for (; mask != 0 && found < 10; mask &= mask - 1) starts[++found] = (int32_t)(i + (size_t)__builtin_ctzll(mask)) + 1;
+            for (; mask != 0; mask &= mask - 1) found++;
+        }
+#undef SC_DOTS
+    }
+#endif
+    for (; i < n; i++) {
+        if (t[i] != '.') continue;
+        if (found < 10) starts[found + 1] = (int32_t)i + 1;
+        found++;
+    }
+    return found;
+}
+
+/* A fixed-size base64url field: `length` characters (22, 8, 43 or 86) to length * 3 / 4 bytes
+   at `out`, which has room for whole 12-byte blocks; 0 for a byte outside the alphabet or
+   unused bits of the last character that are not zero. SSSE3 decodes each block of 16 where it
+   lies when 16 bytes can be read there (before `end`), else from the 16 bytes that end at `end`,
+   shifted into place; lanes past the field hold 'A' (value 0). */
+#if defined(__x86_64__)
+__attribute__((target("ssse3"), always_inline))
+static inline int decode_field_ssse3(const uint8_t *p, size_t length, const uint8_t *end, uint8_t *out) {
+    const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (size_t i = 0; i < length; i += 16) {
+        __m128i v;
+        if (p + i + 16 <= end) {
+            v = _mm_loadu_si128((const __m128i *)(p + i));
+        } else {
+            __m128i shift = _mm_add_epi8(lanes, _mm_set1_epi8((char)(p + i - (end - 16))));
+            v = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(end - 16)), _mm_and_si128(shift, _mm_set1_epi8(15)));
+        }
+        if (length - i < 16) {
+            __m128i kept = _mm_cmpgt_epi8(_mm_set1_epi8((char)(length - i)), lanes);
+            v = _mm_or_si128(_mm_and_si128(kept, v), _mm_andnot_si128(kept, _mm_set1_epi8('A')));
+        }
+        if (!decode_block(v, out + i / 16 * 12)) return 0;
+    }
+    uint8_t last = sc_base64url_value(p[length - 1]);
+    return length % 4 == 2 ? (last & 15) == 0 : length % 4 == 3 ? (last & 3) == 0 : 1;
+}
+#endif
+
+static int decode_field_portable(const uint8_t *p, size_t length, const uint8_t *end, uint8_t *out) {
+    return base64url_decode(p, length, (size_t)(end - p), out) == (ptrdiff_t)(length * 3 / 4);
+}
+
+typedef int (*field_decoder)(const uint8_t *p, size_t length, const uint8_t *end, uint8_t *out);
+
+/* The nonce, target and signature fields of a token whose dots are found (`out->starts`), by
+   `decode`; SC_TOKEN_OK or the first failing check. Inlined into one function per decoder, so
+   each field's length is a constant there. */
+__attribute__((always_inline))
+static inline int token_binary_fields(const uint8_t *t, const uint8_t *end, sc_token_fields *out, field_decoder decode) {
+    const int32_t *starts = out->starts;
+    uint8_t decoded[72]; /* the longest field (86 characters) in whole 12-byte blocks */
+    if (starts[5] - 1 - starts[4] != 22 || !decode(t + starts[4], 22, end, decoded)) return SC_TOKEN_NONCE;
+    memcpy(out->nonce, decoded, 16);
+    if (starts[6] - 1 - starts[5] != 8 || !decode(t + starts[5], 8, end, decoded)) return SC_TOKEN_TARGET;
+    memcpy(&out->target, decoded, 6);
+    int32_t signature_length = starts[9] - 1 - starts[8];
+    if (signature_length == 43) {
+        if (!decode(t + starts[8], 43, end, decoded)) return SC_TOKEN_SIGNATURE;
+        memcpy(out->signature, decoded, 32);
+    } else if (signature_length == 86) {
+        if (!decode(t + starts[8], 86, end, decoded)) return SC_TOKEN_SIGNATURE;
+        memcpy(out->signature, decoded, 64);
+    } else {
+        return SC_TOKEN_SIGNATURE;
+    }
+    out->signature_length = signature_length == 43 ? 32 : 64;
+    return SC_TOKEN_OK;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("ssse3")))
+static int token_binary_fields_ssse3(const uint8_t *t, const uint8_t *end, sc_token_fields *out) {
+    return token_binary_fields(t, end, out, decode_field_ssse3);
+}
+#endif
+
+static int token_binary_fields_portable(const uint8_t *t, const uint8_t *end, sc_token_fields *out) {
+    return token_binary_fields(t, end, out, decode_field_portable);
+}
+
 int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
                    sc_token_fields *out) {
     const uint8_t *t = text;
-    ptrdiff_t dots[9];
-    size_t found = sc_find_byte(t, n, '.', dots, 9);
-    out->target = 0;          /* 6 bytes decoded into 8 */
+    uint8_t padded[16] = {0};
+    if (n < 16) { /* no valid token is this short: copied so that 16 bytes can be read */
+        sc_copy_small(padded, t, n);
+        t = padded;
+    }
+    const uint8_t *end = t + (n < 16 ? 16 : n); /* where reading must stop */
+    size_t found = token_dots(t, n, out->starts);
+    out->target = 0;
     out->signature_length = 0;
     out->fields = (int32_t)found + 1; /* n is bounded by the caller */
     out->starts[0] = 0;
-    for (size_t k = 1; k <= found && k <= 9; k++) out->starts[k] = (int32_t)dots[k - 1] + 1;
     if (found < 9) out->starts[found + 1] = (int32_t)n + 1;
 #define SC_LENGTH(k) (out->starts[(k) + 1] - 1 - out->starts[k])
 #define SC_FIELD(k) (t + out->starts[k])
-/* field k, exactly `length` characters, to exactly `bytes` bytes; the decoder may read on to n */
-#define SC_BASE64_FIELD(k, length, bytes, into) \
-    (SC_LENGTH(k) == (length) && base64url_decode(SC_FIELD(k), (size_t)(length), n - (size_t)out->starts[k], (uint8_t *)(into)) == (ptrdiff_t)(bytes))
     if (!(SC_LENGTH(0) == 2 && t[0] == 'v' && t[1] == '3')) return SC_TOKEN_VERSION;
     if (found != 8) return SC_TOKEN_FIELD_COUNT;
     int32_t key_length = SC_LENGTH(1);
     if (key_length < 1 || key_length > max_key_id) return SC_TOKEN_KEY_ID;
-    if (!token_alphabet(SC_FIELD(1), key_length, n - (size_t)out->starts[1])) return SC_TOKEN_KEY_ID;
+    if (!token_alphabet(SC_FIELD(1), key_length, (size_t)(end - SC_FIELD(1)))) return SC_TOKEN_KEY_ID;
     if ((out->created = token_decimal(SC_FIELD(2), SC_LENGTH(2), max_created)) < 0) return SC_TOKEN_CREATED;
     if ((out->lifetime = token_decimal(SC_FIELD(3), SC_LENGTH(3), max_lifetime)) < 1) return SC_TOKEN_LIFETIME;
-    if (!SC_BASE64_FIELD(4, 22, 16, out->nonce)) return SC_TOKEN_NONCE;
-    if (!SC_BASE64_FIELD(5, 8, 6, &out->target)) return SC_TOKEN_TARGET;
-    int32_t signature_length = SC_LENGTH(8);
-    if (signature_length != 43 && signature_length != 86) return SC_TOKEN_SIGNATURE;
-    if (!SC_BASE64_FIELD(8, signature_length, signature_length == 43 ? 32 : 64, out->signature)) return SC_TOKEN_SIGNATURE;
-    out->signature_length = signature_length == 43 ? 32 : 64;
-    return SC_TOKEN_OK;
+#if defined(__x86_64__)
+    if (sc_has_ssse3()) return token_binary_fields_ssse3(t, end, out);
+#endif
+    return token_binary_fields_portable(t, end, out);
 #undef SC_LENGTH
 #undef SC_FIELD
-#undef SC_BASE64_FIELD
 }
 
 /* ---- base64url encoding and the wtoken (SPEC §4.1) --------------------------------------- */

@@ -76,9 +76,13 @@ void sc_sha256_set_short_path(int enabled) { atomic_store_explicit(&sc_short_pat
 /* Zeroes `length` bytes (a multiple of 64) in fixed 64-byte steps, which the compiler writes as
    vector stores instead of a call; the barrier keeps a wipe of a secret from being removed. */
 static inline void zero_blocks(unsigned char *p, size_t length) {
-    for (size_t offset = 0; offset < length; offset += 64) memset(p + offset, 0, 64);
+    for (size_t offset = 0; offset < length; offset += 64) {
+        memset(p + offset, 0, 64);
+        __asm__("" : "+r"(offset)); /* else the compiler merges the steps into one memset call */
+    }
     __asm__ __volatile__("" : : "r"(p) : "memory");
 }
+
 
 /* SHA-256 of (what `from` absorbed) || a || b, for at most SC_SHORT_BYTES new bytes; `from`
    is only read. `wipe` clears the copies of a secret (HMAC) state afterwards. The blocks that

@@ -105,27 +105,31 @@ import Testing
         }
     }
 
-    /// The 16-byte SSE2 scan finds what a plain scan finds: every length 0–70, the byte at each
-    /// position alone (chunk edges and the tail included), and more hits than `max` counted.
-    @Test func findByteMatchesAPlainScan() {
-        func found(_ bytes: [UInt8], max: Int) -> (count: Int, positions: [Int]) {
-            var positions = [Int](repeating: -1, count: max)
-            let count = bytes.withUnsafeBytes { raw in
-                positions.withUnsafeMutableBufferPointer { sc_find_byte(raw.baseAddress, raw.count, UInt8(ascii: "."), $0.baseAddress, max) }
-            }
-            return (count, positions)
+    /// The token parse finds its fields where a plain scan finds the dots: every length 0–300
+    /// (16-byte blocks, 64-byte masks and the last 1–15 bytes), a dot alone at each position, all
+    /// dots, and dots spread at random; more dots than the nine fields hold are counted.
+    @Test func tokenFieldsAreWhereAPlainScanFindsTheDots() {
+        func check(_ bytes: [UInt8]) {
+            var parsed = sc_token_fields()
+            _ = bytes.withUnsafeBytes { sc_token_parse($0.baseAddress, $0.count, 99_999_999_999, 86_400, 64, &parsed) }
+            let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+            let expected = [0] + dots.prefix(9).map { $0 + 1 } + (dots.count < 9 ? [bytes.count + 1] : [])
+            let starts = withUnsafeBytes(of: parsed.starts) { Array($0.bindMemory(to: Int32.self).prefix(expected.count)) }
+            #expect(Int(parsed.fields) == dots.count + 1 && starts.map(Int.init) == expected, "length \(bytes.count), dots at \(dots)")
         }
-        for length in 0...70 {
-            #expect(found([UInt8](repeating: UInt8(ascii: "a"), count: length), max: 8).count == 0)
+        var random = SystemRandomNumberGenerator()
+        for length in 0...300 {
+            let plain = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            check(plain)
             for position in 0..<length {
-                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                var bytes = plain
                 bytes[position] = UInt8(ascii: ".")
-                let result = found(bytes, max: 8)
-                #expect(result.count == 1 && result.positions[0] == position, "length \(length), dot at \(position)")
+                check(bytes)
             }
-            let dots = [UInt8](repeating: UInt8(ascii: "."), count: length)
-            let all = found(dots, max: 8)
-            #expect(all.count == length && all.positions == (0..<8).map { $0 < length ? $0 : -1 }, "length \(length), all dots")
+            check([UInt8](repeating: UInt8(ascii: "."), count: length))
+            for _ in 0..<20 {
+                check(plain.map { _ in random.next() % 8 == 0 ? UInt8(ascii: ".") : UInt8(ascii: "a") })
+            }
         }
     }
 }

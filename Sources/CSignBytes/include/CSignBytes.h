@@ -181,43 +181,19 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output);
 
 /* ---- Token fields ------------------------------------------------------------------------ */
 
-/* Where `byte` occurs in p[0..<n]: the first `max` positions go to `positions`, in order; the
-   return value counts every occurrence. SSE2 compares 16 bytes at a time where it exists (every
-   x86-64), so the eight fields of a wtoken are found in one pass instead of a call to memchr
-   per field. */
-static inline size_t sc_find_byte(const void *p, size_t n, uint8_t byte, ptrdiff_t *positions, size_t max) {
-    const uint8_t *bytes = p;
-    size_t found = 0, i = 0;
-#if defined(__SSE2__)
-    const __m128i wanted = _mm_set1_epi8((char)byte);
-    for (; i + 16 <= n; i += 16) {
-        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(bytes + i)), wanted));
-        for (; mask != 0; mask &= mask - 1) {
-            if (found < max) positions[found] = (ptrdiff_t)(i + (size_t)__builtin_ctz(mask));
-            found++;
-        }
-    }
-#endif
-    for (; i < n; i++) {
-        if (bytes[i] != byte) continue;
-        if (found < max) positions[found] = (ptrdiff_t)i;
-        found++;
-    }
-    return found;
-}
-
-/* The fields of a wtoken (SPEC §4.1) in one pass: the dots found with SSE2, the decimals and
-   the base64url fields decoded in place. Returns the first failing check in this order, or
+/* The fields of a wtoken (SPEC §4.1) in one pass: the dots found with SSE2, the decimals read
+   a word at a time and the base64url fields decoded where they lie. Returns the first failing check in this order, or
    SC_TOKEN_OK: the first field is not "v3"; not 9 fields; the key id is not 1-max_key_id
    alphabet characters; created or lifetime not a canonical decimal in range (lifetime >= 1);
    the nonce not 22 characters of 16 bytes; the target not 8 of 6; the signature not 43 or 86
    characters of 32 or 64 bytes. (The account and headers fields, between target and
    signature, are checked by SignCore, which therefore reports a bad signature field after
    them.) `starts[k]` is where field k starts and `starts[k + 1] - 1` where it ends, for the
-   first min(fields, 9) fields. The caller bounds n (SignCore: 1024 bytes). */
+   first min(fields, 9) fields (starts[10] is scratch). The caller bounds n (SignCore: 1024
+   bytes). */
 typedef struct {
     int32_t fields;
-    int32_t starts[10];
+    int32_t starts[11];
     int64_t created, lifetime;
     uint64_t nonce[2];
     uint64_t target;
