@@ -84,23 +84,23 @@ static inline void zero_blocks(unsigned char *p, size_t length) {
 }
 
 
-/* SHA-256 of (what `from` absorbed) || a || b, for at most SC_SHORT_BYTES new bytes; `from`
-   is only read. `wipe` clears the copies of a secret (HMAC) state afterwards. The blocks that
-   take the padding are zeroed whole first, so the message is copied in and the padding is two
-   stores: no call but the copies of the message bytes. */
-static void sha256_finish_short(const SHA256_CTX *from, const void *a, size_t a_length,
-                                const void *b, size_t b_length, unsigned char out[32], int wipe) {
-    _Alignas(64) unsigned char block[64 + SC_SHORT_BYTES + 72];
+/* The short path in two steps around the caller's copy of the new bytes into one stack buffer:
+   `short_padding_zeroed` zeroes whole the blocks that will take the padding (before the bytes are
+   written, so the padding is then two stores and no call), `short_compress` pads and compresses
+   block[0..<total] (`from`'s absorbed bytes not yet compressed, then `new_bytes` bytes) from
+   `from`'s chaining state. `wipe` clears the copy of a secret (HMAC) state afterwards. */
+static inline size_t short_padded_length(size_t total) { return (total + 1 + 8 + 63) & ~(size_t)63; }
+
+static inline void short_padding_zeroed(unsigned char *block, size_t total) {
+    size_t last = total & ~(size_t)63;
+    zero_blocks(block + last, short_padded_length(total) - last);
+}
+
+static void short_compress(const SHA256_CTX *from, unsigned char *block, size_t total, size_t new_bytes,
+                           unsigned char out[32], int wipe) {
+    size_t padded = short_padded_length(total);
     SHA256_CTX ctx;
-    size_t n = from->num;
-    size_t total = n + a_length + b_length;
-    size_t padded = (total + 1 + 8 + 63) & ~(size_t)63;
-    size_t last = total & ~(size_t)63; /* the blocks from here on hold padding */
-    zero_blocks(block + last, padded - last);
-    memcpy(block, from->data, n); /* absorbed bytes not yet compressed */
-    if (a_length > 0) memcpy(block + n, a, a_length);
-    if (b_length > 0) memcpy(block + n + a_length, b, b_length);
-    uint64_t bits = ((((uint64_t)from->Nh) << 32) | from->Nl) + ((uint64_t)(a_length + b_length) << 3);
+    uint64_t bits = ((((uint64_t)from->Nh) << 32) | from->Nl) + ((uint64_t)new_bytes << 3);
     block[total] = 0x80;
     bits = __builtin_bswap64(bits); /* one store: byte stores then a wide load stall some CPUs */
     memcpy(block + padded - 8, &bits, 8);
@@ -113,8 +113,22 @@ static void sha256_finish_short(const SHA256_CTX *from, const void *a, size_t a_
     if (wipe) {
         memset(ctx.h, 0, sizeof ctx.h); /* the only part of ctx written */
         __asm__ __volatile__("" : : "r"(ctx.h) : "memory");
-        zero_blocks(block, padded);
     }
+}
+
+/* SHA-256 of (what `from` absorbed) || a || b, for at most SC_SHORT_BYTES new bytes; `from` is
+   only read. With `wipe` the buffer is cleared too (an HMAC's outer hash holds the inner digest). */
+static void sha256_finish_short(const SHA256_CTX *from, const void *a, size_t a_length,
+                                const void *b, size_t b_length, unsigned char out[32], int wipe) {
+    _Alignas(64) unsigned char block[64 + SC_SHORT_BYTES + 72];
+    size_t n = from->num;
+    size_t total = n + a_length + b_length;
+    short_padding_zeroed(block, total);
+    memcpy(block, from->data, n); /* absorbed bytes not yet compressed */
+    if (a_length > 0) memcpy(block + n, a, a_length);
+    if (b_length > 0) memcpy(block + n + a_length, b, b_length);
+    short_compress(from, block, total, a_length + b_length, out, wipe);
+    if (wipe) zero_blocks(block, short_padded_length(total));
 }
 
 static void sha256_finish_library(const SHA256_CTX *from, const void *a, size_t a_length,
@@ -169,10 +183,15 @@ static void sc_sha256_choose_path(void) {
     sc_sha256_set_short_path(best[1] < best[0]);
 }
 
+/* SHA-256's initial state (FIPS 180-4 §5.3.3) as SHA256_Init leaves it, so a digest from the
+   start needs no call to set it up. */
+static const SHA256_CTX sha256_initial = {
+    .h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
+    .md_len = SHA256_DIGEST_LENGTH,
+};
+
 void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32) {
-    SHA256_CTX start;
-    SHA256_Init(&start);
-    sha256_finish(&start, prefix, prefix_length, data, length, out32, 0);
+    sha256_finish(&sha256_initial, prefix, prefix_length, data, length, out32, 0);
 }
 
 /* ---- HMAC-SHA256 (RFC 2104) ------------------------------------------------------------- */
@@ -202,6 +221,31 @@ void sc_hmac_sha256_continue(const sc_hmac_key *key, const sc_sha256_state *inne
     sha256_finish((const SHA256_CTX *)key->outer.opaque, digest, sizeof digest, NULL, 0, out32, 1);
     memset(digest, 0, sizeof digest);
     __asm__ __volatile__("" : : "r"(digest) : "memory");
+}
+
+void sc_hmac_sha256_signing_input(const sc_hmac_key *key, const sc_sha256_state *inner, const sc_signing_input_rest *rest,
+                                  void *out32) {
+    const SHA256_CTX *from = (const SHA256_CTX *)inner->opaque, *outer = (const SHA256_CTX *)key->outer.opaque;
+    size_t n = from->num, length = sc_signing_input_rest_length(rest);
+    _Alignas(64) unsigned char block[64 + SC_SIGNING_INPUT_REST_MAX + 72];
+    if (!sc_sha256_short_path()) {
+        unsigned char digest[32];
+        sc_signing_input_rest_write(rest, block);
+        sha256_finish_library(from, block, length, NULL, 0, digest, 1);
+        sha256_finish_library(outer, digest, sizeof digest, NULL, 0, out32, 1);
+        sc_memzero(digest, sizeof digest);
+        return;
+    }
+    /* The inner block holds the prefix's last bytes and the rest, public, so it is not wiped; its
+       digest goes straight into the outer block (the outer key block is absorbed whole: num 0). */
+    _Alignas(64) unsigned char outer_block[64];
+    short_padding_zeroed(block, n + length);
+    short_padding_zeroed(outer_block, 32);
+    memcpy(block, from->data, n);
+    sc_signing_input_rest_write(rest, block + n);
+    short_compress(from, block, n + length, length, outer_block, 1);
+    short_compress(outer, outer_block, 32, 32, out32, 1);
+    zero_blocks(outer_block, sizeof outer_block);
 }
 
 void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, void *out32) {

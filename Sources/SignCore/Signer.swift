@@ -1,3 +1,5 @@
+import CSignBytes
+
 /// The default header names (SPEC §4.6).
 public enum HeaderName {
     public static let whash = "whash"
@@ -210,35 +212,33 @@ public struct Signer: Sendable {
         return Prepared(whash: digests.whash, target: digests.target, covered: covered, created: created, nonce: nonce)
     }
 
-    /// The signing input (SPEC §4.2) built in stack memory, handed to `body` with the account's bytes.
-    private func withSigningInput<R>(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
-                                     nonce: Nonce, _ body: (_ input: UnsafeRawBufferPointer, _ account: UnsafeRawBufferPointer) -> R) -> R {
+    /// The signing input after the key's prefix (SPEC §4.2), handed to `body` with the account's bytes.
+    private func withRest<R>(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64, nonce: Nonce,
+                             _ body: (_ rest: inout sc_signing_input_rest, _ account: UnsafeRawBufferPointer) -> R) -> R {
         var account = account
         return account.withUTF8 { utf8 in
             let account = UnsafeRawBufferPointer(utf8)
-            return withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
-                var input = ByteWriter(scratch)
-                input.append(key.signingInputPrefix)
-                SigningInput.writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
-                                       accountByteCount: account.count, headers: headers, into: &input) { $0.append(account) }
-                return body(input.written, account)
-            }
+            var rest = SigningInput.rest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
+                                         account: account, headers: headers)
+            return body(&rest, account)
         }
     }
 
     /// The signing input as bytes, for a signer outside this process.
     private func signingInput(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
                               nonce: Nonce) -> [UInt8] {
-        withSigningInput(whash: whash, target: target, headers: headers, created: created, nonce: nonce) { input, _ in Array(input) }
+        withRest(whash: whash, target: target, headers: headers, created: created, nonce: nonce) { rest, _ in
+            key.withSigningInput(rest) { Array($0) }
+        }
     }
 
     private func token(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64,
                        nonce: Nonce) throws(SignCoreError) -> String {
         var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
         var failure: SignCoreError?
-        let token = withSigningInput(whash: whash, target: target, headers: headers, created: created, nonce: nonce) { input, account in
+        let token = withRest(whash: whash, target: target, headers: headers, created: created, nonce: nonce) { rest, account in
             withUnsafeMutableBytes(of: &signature) { out in
-                do throws(SignCoreError) { try key.sign(input, into: out, startsWithPrefix: true) } catch { failure = error }
+                do throws(SignCoreError) { try key.sign(rest: &rest, into: out) } catch { failure = error }
             }
             return withUnsafeBytes(of: signature) { signature in
                 encodeToken(target: target, created: created, nonce: nonce, account: account,

@@ -1,3 +1,5 @@
+import CSignBytes
+
 /// The bytes a wtoken signature covers (SPEC §4.2). Every variable-length field is
 /// length-prefixed and every other field has a fixed size, so two different requests or
 /// tokens can never produce the same signing input.
@@ -69,9 +71,9 @@ public enum SigningInput {
                 [UInt8](unsafeUninitializedCapacity: maxByteCount) { buffer, count in
                     var out = ByteWriter(UnsafeMutableRawBufferPointer(buffer))
                     writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer(kid), into: &out)
-                    writeRest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
-                              accountByteCount: account.count, headers: headers.map { Headers(count: $0.count, digest: $0.digest) } ?? .none,
-                              into: &out) { $0.append(UnsafeRawBufferPointer(account)) }
+                    write(rest(target: target, whash: whash, created: created, lifetime: lifetime, nonce: nonce,
+                               account: UnsafeRawBufferPointer(account),
+                               headers: headers.map { Headers(count: $0.count, digest: $0.digest) } ?? .none), into: &out)
                     count = out.count
                 }
             }
@@ -85,21 +87,19 @@ public enum SigningInput {
         static let none = Headers(count: 0, digest: SHA256Digest())
     }
 
-    /// Everything after the key's prefix.
-    static func writeRest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
-                          accountByteCount: Int, headers: Headers, into out: inout ByteWriter,
-                          appendAccount: (inout ByteWriter) -> Void) {
-        out.appendValue(target.words)
-        out.appendValue(whash.words)
-        out.appendValue(UInt64(created).bigEndian)
-        out.appendValue(UInt32(truncatingIfNeeded: lifetime).bigEndian)
-        out.appendValue(nonce.words)
-        out.appendValue(UInt16(truncatingIfNeeded: accountByteCount).bigEndian)
-        let accountStart = out.count
-        appendAccount(&out)
-        precondition(out.count - accountStart == accountByteCount, "account length")
-        out.append(UInt8(truncatingIfNeeded: headers.count))
-        if headers.count > 0 { out.appendValue(headers.digest.words) }
+    /// Everything after the key's prefix, as the values the C writer lays out
+    /// (`sc_signing_input_rest_write`, the layout above) and an HMAC key hashes straight from.
+    /// `account` must stay valid while the value is used.
+    static func rest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
+                     account: UnsafeRawBufferPointer, headers: Headers) -> sc_signing_input_rest {
+        sc_signing_input_rest(target: target.words, whash: whash.words, created: created, lifetime: lifetime,
+                              nonce: nonce.words, account: account.baseAddress, account_length: account.count,
+                              headers_count: Int32(truncatingIfNeeded: headers.count), headers_digest: headers.digest.words)
+    }
+
+    static func write(_ rest: sc_signing_input_rest, into out: inout ByteWriter) {
+        var rest = rest
+        out.appendRun(maxCount: Int(SC_SIGNING_INPUT_REST_MAX)) { sc_signing_input_rest_write(&rest, $0.base) }
     }
 
     /// The part that depends only on the key: written once per key (`SigningKey.signingInputPrefix`).

@@ -245,15 +245,52 @@ public final class SigningKey: @unchecked Sendable {
         switch algorithm {
         case .hmacSHA256:
             guard let hmacKey else { return false }
-            return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
-                hmac(hmacKey, message, into: expected, startsWithPrefix: startsWithPrefix)
-                defer { sc_memzero(expected.baseAddress, 32) }
-                return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
-            }
+            return Self.tagMatches(signature) { hmac(hmacKey, message, into: $0, startsWithPrefix: startsWithPrefix) }
         case .ed25519:
             return publicKey.withUnsafeBytes { CryptoBackend.ed25519Verify(publicKey: $0, message: message, signature: signature) }
         case .p256:
             return p256Key?.verify(signature, for: message) ?? false
+        }
+    }
+
+    /// Signs the signing input made of this key's prefix and `rest` (SPEC §4.2). An HMAC key
+    /// hashes the rest from the values themselves; any other key signs the whole input, written
+    /// out in stack memory.
+    func sign(rest: inout sc_signing_input_rest, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
+        guard let hmacKey else {
+            return try withSigningInput(rest) { (input) throws(SignCoreError) in try sign(input, into: signature, startsWithPrefix: true) }
+        }
+        precondition(signature.count >= algorithm.signatureByteCount)
+        hmacKey.authenticate(signingInputRest: &rest, into: signature)
+    }
+
+    /// `isValidSignature` for the signing input made of this key's prefix and `rest`.
+    func isValidSignature(_ signature: UnsafeRawBufferPointer, forRest rest: inout sc_signing_input_rest) -> Bool {
+        guard let hmacKey else {
+            return withSigningInput(rest) { isValidSignature(signature, for: $0, startsWithPrefix: true) }
+        }
+        guard signature.count == algorithm.signatureByteCount else { return false }
+        return Self.tagMatches(signature) { hmacKey.authenticate(signingInputRest: &rest, into: $0) }
+    }
+
+    /// The whole signing input, this key's prefix then `rest`, in stack memory.
+    func withSigningInput<R, E: Error>(_ rest: sc_signing_input_rest, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
+            var input = ByteWriter(scratch)
+            input.append(signingInputPrefix)
+            SigningInput.write(rest, into: &input)
+            do throws(E) { return .success(try body(input.written)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Whether the 32-byte HMAC tag `compute` writes equals `signature`, compared in constant
+    /// time; the computed tag is wiped.
+    private static func tagMatches(_ signature: UnsafeRawBufferPointer, _ compute: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
+            compute(expected)
+            defer { sc_memzero(expected.baseAddress, 32) }
+            return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
         }
     }
 

@@ -1,3 +1,5 @@
+import CSignBytes
+
 /// A request as the server received it: the inputs a verifier recomputes everything from.
 public struct ReceivedRequest: Sendable {
     /// The method token as received (case-sensitive, SPEC §3.1).
@@ -345,16 +347,13 @@ public struct Verifier: Sendable {
             throw SignCoreError(.targetMismatch, "the token was signed for another method or URL")
         }
 
-        // 9. Signature over the signing input rebuilt from the request and the token.
-        let valid = withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
-            var input = ByteWriter(scratch)
-            input.append(key.signingInputPrefix)  // the same bytes as the token's key id
-            SigningInput.writeRest(target: target, whash: whash, created: token.created, lifetime: token.lifetime,
-                                   nonce: token.nonce, accountByteCount: token.accountByteCount, headers: headers,
-                                   into: &input) { token.appendAccount(in: tokenText, to: &$0) }
+        // 9. Signature over the signing input rebuilt from the request and the token (the key's
+        // prefix holds the same bytes as the token's key id).
+        let valid = token.withAccount(in: tokenText) { account in
+            var rest = SigningInput.rest(target: target, whash: whash, created: token.created, lifetime: token.lifetime,
+                                         nonce: token.nonce, account: account, headers: headers)
             return withUnsafeBytes(of: token.signature) { signature in
-                key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]),
-                                    for: input.written, startsWithPrefix: true)
+                key.isValidSignature(UnsafeRawBufferPointer(rebasing: signature[..<token.signatureByteCount]), forRest: &rest)
             }
         }
         guard valid else { throw SignCoreError(.badSignature, "the signature does not verify") }

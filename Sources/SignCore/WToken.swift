@@ -200,6 +200,16 @@ struct TokenFields {
 
     var accountByteCount: Int { Base64URL.decodedLength(accountText.count) ?? 0 }
 
+    /// The account's bytes (none when the field is empty), for `body`.
+    func withAccount<R>(in text: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if accountText.isEmpty { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return withUnsafeTemporaryAllocation(byteCount: WToken.maxAccountBytes, alignment: 1) { scratch in
+            var out = ByteWriter(scratch)
+            appendAccount(in: text, to: &out)
+            return body(out.written)
+        }
+    }
+
     /// The covered header names' field.
     func headers(in text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: text[headersText])

@@ -73,6 +73,48 @@ import Testing
         #expect(short[2 * (5 * 144 + 100)] == expected)
     }
 
+    /// The HMAC of a signing input hashed straight from its values (the signer's and verifier's
+    /// path) equals the HMAC of the bytes the writer lays out, on both SHA-256 paths: prefixes
+    /// of every length around a block, accounts of 0–256 bytes (the padding crosses blocks), with
+    /// and without covered headers, negative-free extremes of created and lifetime.
+    @Test func signingInputHMACMatchesTheWrittenBytes() {
+        let chosen = sc_sha256_short_path()
+        defer { sc_sha256_set_short_path(chosen) }
+        let bytes = (0..<400).map { UInt8(($0 &* 37 &+ 11) % 256) }
+        var key = sc_hmac_key()
+        bytes.withUnsafeBytes { sc_hmac_key_init(&key, $0.baseAddress, 32) }
+        defer { withUnsafeMutableBytes(of: &key) { sc_memzero($0.baseAddress, $0.count) } }
+        func words<T>(_ offset: Int, as: T.Type) -> T { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) } }
+        for short in [Int32(1), 0] {
+            sc_sha256_set_short_path(short)
+            for prefix in [0, 1, 55, 63, 64, 68, 100, 127] {
+                var inner = key.inner
+                bytes.withUnsafeBytes { sc_sha256_update(&inner, $0.baseAddress, prefix) }
+                for account in [0, 1, 2, 17, 29, 30, 93, 94, 157, 158, 256] {
+                    for headers in [Int32(0), 3] {
+                        bytes.withUnsafeBytes { b in
+                            var rest = sc_signing_input_rest(
+                                target: words(0, as: (UInt64, UInt64, UInt64, UInt64).self),
+                                whash: words(32, as: (UInt64, UInt64, UInt64, UInt64).self),
+                                created: account.isMultiple(of: 2) ? 99_999_999_999 : 0, lifetime: headers == 0 ? 1 : 86_400,
+                                nonce: words(64, as: (UInt64, UInt64).self), account: b.baseAddress! + 100, account_length: account,
+                                headers_count: headers, headers_digest: words(80, as: (UInt64, UInt64, UInt64, UInt64).self))
+                            var written = [UInt8](repeating: 0, count: Int(SC_SIGNING_INPUT_REST_MAX))
+                            let count = written.withUnsafeMutableBytes { sc_signing_input_rest_write(&rest, $0.baseAddress) }
+                            #expect(count == sc_signing_input_rest_length(&rest) && count == 95 + account + (headers > 0 ? 32 : 0))
+                            var direct = [UInt8](repeating: 0, count: 32), expected = [UInt8](repeating: 1, count: 32)
+                            direct.withUnsafeMutableBytes { sc_hmac_sha256_signing_input(&key, &inner, &rest, $0.baseAddress) }
+                            written.withUnsafeBytes { w in
+                                expected.withUnsafeMutableBytes { sc_hmac_sha256_continue(&key, &inner, w.baseAddress, count, $0.baseAddress) }
+                            }
+                            #expect(direct == expected, "short path \(short), prefix \(prefix), account \(account), headers \(headers)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// RFC 4231 (the cases of CryptoBackendTests) through the shim's own prepared key.
     @Test(arguments: rfc4231Cases)
     func hmacKnownAnswers(_ key: String, _ message: String, _ expected: String) throws {

@@ -42,6 +42,54 @@ static inline void sc_copy_small(uint8_t *to, const uint8_t *from, size_t length
     }
 }
 
+/* ---- The signing input after its key's prefix (SPEC §4.2) ------------------------------ */
+
+/* Everything of a signing input after the part fixed per key (prefix, algorithm, key id), as
+   values: written by `sc_signing_input_rest_write`, or by the shim straight into the block an
+   HMAC hashes. Digests and the nonce are bytes in memory order; created and lifetime are
+   written big-endian. */
+typedef struct {
+    uint64_t target[4];
+    uint64_t whash[4];
+    int64_t created;            /* 0...99999999999 */
+    int64_t lifetime;           /* 1...86400 */
+    uint64_t nonce[2];
+    const void *account;        /* UTF-8, at most 256 bytes; may be NULL when empty */
+    size_t account_length;
+    int32_t headers_count;      /* covered header fields, 0-16 */
+    uint64_t headers_digest[4]; /* written only when headers_count > 0 */
+} sc_signing_input_rest;
+
+enum { SC_SIGNING_INPUT_REST_MAX = 32 + 32 + 8 + 4 + 16 + 2 + 256 + 1 + 32 };
+
+static inline size_t sc_signing_input_rest_length(const sc_signing_input_rest *rest) {
+    return 95 + rest->account_length + (rest->headers_count > 0 ? 32 : 0);
+}
+
+/* target || whash || created (u64 BE) || lifetime (u32 BE) || nonce || u16 BE len(account) ||
+   account || u8 headers_count || headers digest (when headers_count > 0). Writes
+   `sc_signing_input_rest_length` bytes and returns that count. */
+static inline size_t sc_signing_input_rest_write(const sc_signing_input_rest *rest, void *output) {
+    uint8_t *out = output;
+    uint64_t created = (uint64_t)rest->created;
+    uint32_t lifetime = (uint32_t)rest->lifetime;
+    __builtin_memcpy(out, rest->target, 32);
+    __builtin_memcpy(out + 32, rest->whash, 32);
+    for (int i = 0; i < 8; i++) out[64 + i] = (uint8_t)(created >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++) out[72 + i] = (uint8_t)(lifetime >> (24 - 8 * i));
+    __builtin_memcpy(out + 76, rest->nonce, 16);
+    out[92] = (uint8_t)(rest->account_length >> 8);
+    out[93] = (uint8_t)rest->account_length;
+    if (rest->account_length > 0) __builtin_memcpy(out + 94, rest->account, rest->account_length);
+    size_t at = 94 + rest->account_length;
+    out[at++] = (uint8_t)rest->headers_count;
+    if (rest->headers_count > 0) {
+        __builtin_memcpy(out + at, rest->headers_digest, 32);
+        at += 32;
+    }
+    return at;
+}
+
 /* ---- Comparison and wiping ------------------------------------------------------------ */
 
 /* Constant-time equality: 0 when equal, -1 otherwise. */

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "CSignBytes.h"
 
 #ifndef SC_MUST_CHECK
 #define SC_MUST_CHECK __attribute__((warn_unused_result))
@@ -69,6 +70,10 @@ void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, 
    `inner` is only read. */
 void sc_hmac_sha256_continue(const sc_hmac_key *key, const sc_sha256_state *inner, const void *message, size_t length,
                              void *out32);
+/* The same for a signing input (SPEC §4.2), `inner` having absorbed the key's prefix: the rest
+   is written straight into the block the inner hash compresses, with no copy in between. */
+void sc_hmac_sha256_signing_input(const sc_hmac_key *key, const sc_sha256_state *inner, const sc_signing_input_rest *rest,
+                                  void *out32);
 
 /* ---- Ed25519 (libsodium, RFC 8032, deterministic) ------------------------------------- */
 

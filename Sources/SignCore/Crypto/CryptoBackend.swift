@@ -1,3 +1,5 @@
+import CSignBytes
+
 /// The cryptography SignCore runs on, one backend per build, chosen when the package is built:
 ///
 /// - `LibsodiumOpenSSL` (Backends/LibsodiumOpenSSL.swift, C in CSignShim): the default on Linux;
@@ -62,6 +64,8 @@ protocol HMACKeyBackend: Sendable {
     func authenticate(_ message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
     /// HMAC(secret, signingInputPrefix || rest).
     func authenticate(afterPrefix rest: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
+    /// HMAC(secret, signingInputPrefix || the bytes `sc_signing_input_rest_write` makes of `rest`).
+    func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer)
     /// The secret as given, for export (JWK `k`).
     var secret: [UInt8] { get }
     /// Starts loading the prepared states into the cache (a large key set: SigningKey.prefetchSecret).

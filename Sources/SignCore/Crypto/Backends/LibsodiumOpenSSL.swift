@@ -78,6 +78,10 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
             sc_hmac_sha256_continue(key, prefixedInner, rest.baseAddress, rest.count, tag.baseAddress)
         }
 
+        func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer) {
+            sc_hmac_sha256_signing_input(key, prefixedInner, rest, tag.baseAddress)
+        }
+
         var secret: [UInt8] { Array(UnsafeRawBufferPointer(start: base + Self.statesSize, count: byteCount - Self.statesSize)) }
 
         func prefetch() {

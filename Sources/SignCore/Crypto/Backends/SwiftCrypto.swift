@@ -120,6 +120,13 @@ enum SwiftCrypto: CryptoBackendProtocol {
             finish(hasher, into: tag)
         }
 
+        func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer) {
+            withUnsafeTemporaryAllocation(byteCount: Int(SC_SIGNING_INPUT_REST_MAX), alignment: 16) { scratch in
+                let count = sc_signing_input_rest_write(rest, scratch.baseAddress)
+                authenticate(afterPrefix: UnsafeRawBufferPointer(rebasing: scratch[..<count]), into: tag)
+            }
+        }
+
         var secret: [UInt8] { key.withUnsafeBytes { Array($0) } }
 
         func prefetch() {}
