@@ -81,8 +81,7 @@ void sc_pages_free(void *pages, size_t length) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/* SSSE3 is on every x86-64 CPU since 2006 but not in the x86-64 baseline: checked once. */
-static int sc_has_ssse3(void) {
+int sc_has_ssse3(void) {
     static atomic_int known = -1;
     int value = atomic_load_explicit(&known, memory_order_relaxed);
     if (value < 0) {
@@ -448,12 +447,38 @@ static inline __m128i encode_block(__m128i v) {
     return _mm_add_epi8(values, _mm_shuffle_epi8(offsets, range));
 }
 
-/* Whole blocks while 16 bytes are readable; returns the bytes consumed (16 characters per 12). */
+/* All of `in`: whole blocks while 16 bytes are readable, then the last 1-15 bytes as the 16 that
+   end the input (or a zeroed copy of a shorter input), moved to the first lanes with zero lanes
+   after them so the unused bits of the last character come out zero. Returns the characters
+   written, (n * 4 + 2) / 3. */
 __attribute__((target("ssse3")))
 static size_t encode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
     size_t i = 0, o = 0;
     for (; i + 16 <= n; i += 12, o += 16) _mm_storeu_si128((__m128i *)(out + o), encode_block(_mm_loadu_si128((const __m128i *)(in + i))));
-    return i;
+    size_t rest = n - i;
+    if (rest == 0) return o;
+    __m128i tail;
+    if (n >= 16) {
+        const __m128i lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        __m128i from = _mm_add_epi8(lanes, _mm_set1_epi8((char)(16 - rest))); /* lane k takes byte 16 - rest + k */
+        __m128i past = _mm_andnot_si128(_mm_cmpgt_epi8(_mm_set1_epi8((char)rest), lanes), _mm_set1_epi8((char)0x80));
+        tail = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + n - 16)), _mm_or_si128(from, past));
+    } else {
+        uint8_t copy[16] = {0};
+        sc_copy_small(copy, in, n);
+        tail = _mm_loadu_si128((const __m128i *)copy);
+    }
+    if (rest > 12) { /* 16 characters for 12 bytes, then the last 1-3 */
+        _mm_storeu_si128((__m128i *)(out + o), encode_block(tail));
+        o += 16;
+        tail = _mm_srli_si128(tail, 12);
+        rest -= 12;
+    }
+    uint8_t characters[16];
+    _mm_storeu_si128((__m128i *)characters, encode_block(tail));
+    size_t count = (rest * 4 + 2) / 3;
+    sc_copy_small(out + o, characters, count);
+    return o + count;
 }
 #endif
 
@@ -462,10 +487,7 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output) {
     uint8_t *out = output;
     size_t i = 0, o = 0;
 #if defined(__x86_64__)
-    if (n >= 16 && sc_has_ssse3()) {
-        i = encode_ssse3(in, n, out);
-        o = i / 3 * 4;
-    }
+    if (sc_has_ssse3()) return encode_ssse3(in, n, out);
 #endif
     /* six bytes to eight characters with one 8-byte load and one 8-byte store */
     for (; i + 8 <= n; i += 6, o += 8) {
@@ -532,7 +554,7 @@ size_t sc_token_encode(const sc_token_parts *parts, void *output) {
     out[o++] = '.';
     o += sc_base64url_encode(parts->target, parts->target_length, out + o);
     out[o++] = '.';
-    o += sc_base64url_encode(parts->account, parts->account_length, out + o);
+    if (parts->account_length > 0) o += sc_base64url_encode(parts->account, parts->account_length, out + o);
     out[o++] = '.';
     if (parts->headers_length > 0) memcpy(out + o, parts->headers, parts->headers_length);
     o += parts->headers_length;

@@ -18,6 +18,12 @@
 #define SC_MUST_CHECK __attribute__((warn_unused_result))
 #endif
 
+#if defined(__x86_64__)
+/* Whether the CPU has SSSE3: on every x86-64 CPU since 2006 but not in the x86-64 baseline, so
+   the byte passes check it once and take their SSSE3 forms. */
+int sc_has_ssse3(void);
+#endif
+
 /* ---- Short copies ----------------------------------------------------------------------- */
 
 /* Copies up to 16 bytes with at most two overlapping 8- or 4-byte moves instead of a call
@@ -73,10 +79,14 @@ static inline size_t sc_signing_input_rest_write(const sc_signing_input_rest *re
     uint8_t *out = output;
     uint64_t created = (uint64_t)rest->created;
     uint32_t lifetime = (uint32_t)rest->lifetime;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    created = __builtin_bswap64(created);
+    lifetime = __builtin_bswap32(lifetime);
+#endif
     __builtin_memcpy(out, rest->target, 32);
     __builtin_memcpy(out + 32, rest->whash, 32);
-    for (int i = 0; i < 8; i++) out[64 + i] = (uint8_t)(created >> (56 - 8 * i));
-    for (int i = 0; i < 4; i++) out[72 + i] = (uint8_t)(lifetime >> (24 - 8 * i));
+    __builtin_memcpy(out + 64, &created, 8);
+    __builtin_memcpy(out + 72, &lifetime, 4);
     __builtin_memcpy(out + 76, rest->nonce, 16);
     out[92] = (uint8_t)(rest->account_length >> 8);
     out[93] = (uint8_t)rest->account_length;
