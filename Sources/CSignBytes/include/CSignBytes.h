@@ -231,6 +231,10 @@ static inline uint8_t sc_base64url_value(uint8_t c) {
    constant time by SignCore instead. */
 ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output);
 
+/* A 32-byte digest from exactly 43 characters of canonical base64url (a whash header): 1 with
+   the digest in out32, 0 for any other text. */
+int sc_base64url_decode_digest(const void *text, size_t n, void *out32) SC_MUST_CHECK;
+
 /* Encodes base64url without padding (RFC 4648 §5) of public bytes: two characters per table
    load (a 12-bit pair table; the table index is the data, so never for key material, which
    SignCore encodes in constant time). Writes exactly (n * 4 + 2) / 3 characters and returns

@@ -19,10 +19,7 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     public init?(base64url text: borrowing String) {  // borrowed: no reference count taken
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let valid = try? withUTF8(of: text) { utf8 in
-            utf8.count == Base64URL.encodedLength(Self.byteCount) && Swift.withUnsafeMutableBytes(of: &words) { out in
-                var writer = ByteWriter(out)
-                return Base64URL.decode(utf8, into: &writer)
-            }
+            Swift.withUnsafeMutableBytes(of: &words) { sc_base64url_decode_digest(utf8.baseAddress, utf8.count, $0.baseAddress) } == 1
         }
         guard valid == true else { return nil }
         self.words = words
