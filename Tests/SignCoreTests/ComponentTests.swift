@@ -1,3 +1,4 @@
+import CSignBytes
 import Foundation
 import Testing
 @_spi(Fuzzing) @testable import SignCore
@@ -161,6 +162,38 @@ import Testing
         // Unused trailing bits set after whole blocks: a second spelling, refused.
         #expect(viaShim(Array((String(repeating: "A", count: 32) + "AR").utf8)) == nil)
         #expect(viaShim(Array((String(repeating: "A", count: 32) + "AQ").utf8)) == Array(repeating: 0, count: 24) + [1])
+    }
+
+    /// A whash header's 43 characters through the digest decoder (a constant-length block
+    /// decoder) against the general one: random digests round-trip; every non-alphabet byte at
+    /// every position, every last character with unused bits set, and 42 or 44 characters are
+    /// refused, the way the general decoder refuses them.
+    @Test func digestDecoderAgreesWithTheGeneralOne() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        func viaDigest(_ text: [UInt8]) -> [UInt8]? {
+            var out = [UInt8](repeating: 0, count: 32)
+            let ok = text.withUnsafeBytes { raw in out.withUnsafeMutableBytes { sc_base64url_decode_digest(raw.baseAddress, raw.count, $0.baseAddress) } }
+            return ok == 1 ? out : nil
+        }
+        for _ in 0..<200 {
+            let digest = (0..<32).map { _ in UInt8.random(in: 0...255) }
+            let text = Array(Base64URL.encode(digest).utf8)
+            #expect(viaDigest(text) == digest)
+            #expect(viaDigest(Array(text.dropLast())) == nil && viaDigest(text + [UInt8(ascii: "A")]) == nil)
+            for last in alphabet {
+                var changed = text
+                changed[42] = last
+                #expect(viaDigest(changed) == changed.withUnsafeBytes { Base64URL.decode($0) }, "last \(last)")
+            }
+        }
+        let valid = Array(Base64URL.encode([UInt8](repeating: 0xA5, count: 32)).utf8)
+        for byte in (0...255).map(UInt8.init) where !alphabet.contains(byte) {
+            for position in valid.indices {
+                var text = valid
+                text[position] = byte
+                #expect(viaDigest(text) == nil, "\(byte) at \(position)")
+            }
+        }
     }
 
     /// Key material is encoded by arithmetic, public bytes through the shim's table and SSSE3
