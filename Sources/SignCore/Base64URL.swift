@@ -39,10 +39,20 @@ public enum Base64URL {
 
     public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         let length = encodedLength(bytes.count)
-        return String(unsafeUninitializedCapacity: length) { out in
-            var writer = ByteWriter(UnsafeMutableRawBufferPointer(out))
+        guard length <= 1024 else {
+            return String(unsafeUninitializedCapacity: length) { out in
+                var writer = ByteWriter(UnsafeMutableRawBufferPointer(out))
+                append(bytes, to: &writer)
+                return writer.count
+            }
+        }
+        // Short text (a digest, a token) is written on the stack, then copied into the string:
+        // `String(decoding:)` checks ASCII in one pass, fewer instructions than validating a
+        // string's storage filled in place.
+        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 16) { text in
+            var writer = ByteWriter(text)
             append(bytes, to: &writer)
-            return writer.count
+            return String(decoding: writer.written, as: UTF8.self)
         }
     }
 

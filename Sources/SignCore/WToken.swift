@@ -90,7 +90,8 @@ public struct WToken: Sendable, Equatable {
                        headers: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> String {
         let length = encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, target: targetHint.count,
                                    account: account.count, headers: headers.count, signature: signature.count)
-        return String(unsafeUninitializedCapacity: length) { buffer in
+        // Written on the stack, then copied into the string (see `Base64URL.encode`).
+        return withUnsafeTemporaryAllocation(byteCount: length, alignment: 16) { buffer in
             withUnsafeBytes(of: nonce.words) { nonce in
                 var parts = sc_token_parts(key_id: keyID.baseAddress, key_id_length: keyID.count,
                                            created: created, lifetime: lifetime, nonce: nonce.baseAddress,
@@ -98,7 +99,8 @@ public struct WToken: Sendable, Equatable {
                                            account_length: account.count, headers: headers.baseAddress,
                                            headers_length: headers.count, signature: signature.baseAddress,
                                            signature_length: signature.count)
-                return sc_token_encode(&parts, buffer.baseAddress)
+                let count = sc_token_encode(&parts, buffer.baseAddress)
+                return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
             }
         }
     }
