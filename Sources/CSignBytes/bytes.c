@@ -485,8 +485,8 @@ static inline __m128i encode_block(__m128i v) {
    end the input (or a zeroed copy of a shorter input), moved to the first lanes with zero lanes
    after them so the unused bits of the last character come out zero. Returns the characters
    written, (n * 4 + 2) / 3. */
-__attribute__((target("ssse3")))
-static size_t encode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
+__attribute__((target("ssse3"), always_inline))
+static inline size_t encode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
     size_t i = 0, o = 0;
     for (; i + 16 <= n; i += 12, o += 16) _mm_storeu_si128((__m128i *)(out + o), encode_block(_mm_loadu_si128((const __m128i *)(in + i))));
     size_t rest = n - i;
@@ -514,6 +514,18 @@ static size_t encode_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
     sc_copy_small(out + o, characters, count);
     return o + count;
 }
+
+/* encode_ssse3 for any length, and for the lengths of a digest or signature, a nonce and a
+   target hint, where the length is a constant and the blocks unroll. */
+__attribute__((target("ssse3")))
+static size_t encode_any_ssse3(const uint8_t *in, size_t n, uint8_t *out) {
+    switch (n) {
+    case 32: return encode_ssse3(in, 32, out);
+    case 16: return encode_ssse3(in, 16, out);
+    case 6: return encode_ssse3(in, 6, out);
+    default: return encode_ssse3(in, n, out);
+    }
+}
 #endif
 
 size_t sc_base64url_encode(const void *data, size_t n, void *output) {
@@ -521,7 +533,7 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output) {
     uint8_t *out = output;
     size_t i = 0, o = 0;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) return encode_ssse3(in, n, out);
+    if (sc_has_ssse3()) return encode_any_ssse3(in, n, out);
 #endif
     /* six bytes to eight characters with one 8-byte load and one 8-byte store */
     for (; i + 8 <= n; i += 6, o += 8) {
