@@ -28,9 +28,22 @@ public enum SigningInput {
     /// The digest that binds the method and the canonical URL (SPEC §4.2): for a URL-class
     /// method the whash, which already hashes both.
     public static func targetDigest(method: RequestMethod, canonicalURL: UnsafeRawBufferPointer) -> SHA256Digest {
-        method.contentClass == .url
-            ? WHash.ofCanonicalURL(canonicalURL, method: method)
-            : digest(prefix: targetPrefix, method: method, canonicalURL: canonicalURL)
+        SHA256Hasher.hash(prefix: digestHead(method).bytes, canonicalURL)
+    }
+
+    /// What a target digest hashes before the canonical URL: the whash prefix for a URL-class
+    /// method (SPEC §3.2), else the target prefix (§4.2), then the method and a space. Spelled
+    /// out per method so that no digest assembles them (a test checks each against its parts).
+    static func digestHead(_ method: RequestMethod) -> StaticString {
+        switch method {
+        case .get: "SignCore/3 whash url\nGET "
+        case .head: "SignCore/3 whash url\nHEAD "
+        case .options: "SignCore/3 whash url\nOPTIONS "
+        case .delete: "SignCore/3 whash url\nDELETE "
+        case .post: "SignCore/3 target\nPOST "
+        case .put: "SignCore/3 target\nPUT "
+        case .patch: "SignCore/3 target\nPATCH "
+        }
     }
 
     /// The whash and the target digest of a request, hashing its canonical URL once.

@@ -89,6 +89,22 @@ import Testing
         }
     }
 
+    /// Each method's spelled-out digest head is its class's prefix, the method and a space, and
+    /// a URL-class target digest is that request's whash (SPEC §4.2).
+    @Test func digestHeadsAreTheirParts() {
+        for method in RequestMethod.allCases {
+            let prefix = method.contentClass == .url ? WHash.urlPrefix : SigningInput.targetPrefix
+            #expect(Array(SigningInput.digestHead(method).bytes) == Array(prefix.bytes) + Array(method.rawValue.utf8) + [0x20])
+            let url = Array("https://a.example/p?q=1".utf8)
+            let target = url.withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
+            let parts = url.withUnsafeBytes { SigningInput.digest(prefix: prefix, method: method, canonicalURL: $0) }
+            #expect(target == parts)
+            if method.contentClass == .url {
+                #expect(target == url.withUnsafeBytes { WHash.ofCanonicalURL($0, method: method) })
+            }
+        }
+    }
+
     @Test func base64URLRoundTripAndStrictness() {
         for length in 0..<70 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255) }
