@@ -225,7 +225,8 @@ ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output) {
 /* Digits only, no sign, no leading zero (except "0" itself), at most 11 digits and `max`;
    -1 for anything else. Eight digits at a time when there are that many (one 64-bit load,
    checked and combined with three multiplies), the rest one by one. */
-static int64_t token_decimal(const uint8_t *digits, int32_t length, int64_t max) {
+__attribute__((always_inline))
+static inline int64_t token_decimal(const uint8_t *digits, int32_t length, int64_t max) {
     if (length < 1 || length > 11 || (length > 1 && digits[0] == '0')) return -1;
     int64_t value = 0;
     int32_t i = 0;
