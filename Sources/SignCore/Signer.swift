@@ -180,7 +180,7 @@ public struct Signer: Sendable {
                 throw SignCoreError(.cryptoFailure, "the external signer failed (\(type(of: error)))")
             }
             let valid = signature.withUnsafeBytes { signature in
-                input.withUnsafeBytes { key.isValidSignature(signature, for: $0, startsWithPrefix: true) }
+                input.withUnsafeBytes { key.isValidSignature(signature, for: $0) }
             }
             guard valid else {
                 throw SignCoreError(.cryptoFailure, "the external signer's signature does not verify under its public key")

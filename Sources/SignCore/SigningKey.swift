@@ -218,13 +218,11 @@ public final class SigningKey: @unchecked Sendable {
     // MARK: Sign and verify (SPEC §4.3)
 
     /// Signs `message` into `signature`, which has room for `algorithm.signatureByteCount` bytes.
-    /// `startsWithPrefix`: the caller wrote `signingInputPrefix` at the start of `message`.
-    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer,
-              startsWithPrefix: Bool = false) throws(SignCoreError) {
+    func sign(_ message: UnsafeRawBufferPointer, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
         precondition(signature.count >= algorithm.signatureByteCount)
         let signed: Bool
         if let hmacKey {
-            hmac(hmacKey, message, into: signature, startsWithPrefix: startsWithPrefix)
+            hmac(hmacKey, message, into: signature)
             signed = true
         } else if let ed25519Key {
             signed = ed25519Key.sign(message, into: signature)
@@ -239,13 +237,12 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// Whether `signature` is valid for `message`; HMAC tags are compared in constant time.
-    func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer,
-                          startsWithPrefix: Bool = false) -> Bool {
+    func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
         guard signature.count == algorithm.signatureByteCount else { return false }
         switch algorithm {
         case .hmacSHA256:
             guard let hmacKey else { return false }
-            return Self.tagMatches(signature) { hmac(hmacKey, message, into: $0, startsWithPrefix: startsWithPrefix) }
+            return Self.tagMatches(signature) { hmac(hmacKey, message, into: $0) }
         case .ed25519:
             return publicKey.withUnsafeBytes { CryptoBackend.ed25519Verify(publicKey: $0, message: message, signature: signature) }
         case .p256:
@@ -258,7 +255,7 @@ public final class SigningKey: @unchecked Sendable {
     /// out in stack memory.
     func sign(rest: inout sc_signing_input_rest, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
         guard let hmacKey else {
-            return try withSigningInput(rest) { (input) throws(SignCoreError) in try sign(input, into: signature, startsWithPrefix: true) }
+            return try withSigningInput(rest) { (input) throws(SignCoreError) in try sign(input, into: signature) }
         }
         precondition(signature.count >= algorithm.signatureByteCount)
         hmacKey.authenticate(signingInputRest: &rest, into: signature)
@@ -267,7 +264,7 @@ public final class SigningKey: @unchecked Sendable {
     /// `isValidSignature` for the signing input made of this key's prefix and `rest`.
     func isValidSignature(_ signature: UnsafeRawBufferPointer, forRest rest: inout sc_signing_input_rest) -> Bool {
         guard let hmacKey else {
-            return withSigningInput(rest) { isValidSignature(signature, for: $0, startsWithPrefix: true) }
+            return withSigningInput(rest) { isValidSignature(signature, for: $0) }
         }
         guard signature.count == algorithm.signatureByteCount else { return false }
         return Self.tagMatches(signature) { hmacKey.authenticate(signingInputRest: &rest, into: $0) }
@@ -295,14 +292,11 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// HMAC-SHA256 of `message`. A message that starts with this key's signing-input prefix
-    /// (every signing input does) continues from the inner state that already absorbed it;
-    /// the prefix is compared unless the caller wrote it.
-    private func hmac(_ key: CryptoBackend.HMACKey, _ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
-                      startsWithPrefix: Bool) {
+    /// (a signing input given whole) continues from the inner state that already absorbed it.
+    /// (Signers and verifiers give the rest alone: `sign(rest:into:)`.)
+    private func hmac(_ key: CryptoBackend.HMACKey, _ message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
         let prefix = signingInputPrefix
-        if startsWithPrefix || (message.count >= prefix.count
-                                && bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix)) {
-            precondition(message.count >= prefix.count)
+        if message.count >= prefix.count, bytesEqual(UnsafeRawBufferPointer(rebasing: message[..<prefix.count]), prefix) {
             key.authenticate(afterPrefix: UnsafeRawBufferPointer(rebasing: message[prefix.count...]), into: out)
         } else {
             key.authenticate(message, into: out)
