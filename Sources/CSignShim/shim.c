@@ -83,7 +83,6 @@ static inline void zero_blocks(unsigned char *p, size_t length) {
     __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 
-
 /* The short path in two steps around the caller's copy of the new bytes into one stack buffer:
    `short_padding_zeroed` zeroes whole the blocks that will take the padding (before the bytes are
    written, so the padding is then two stores and no call), `short_compress` pads and compresses

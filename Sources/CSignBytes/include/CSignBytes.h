@@ -224,8 +224,9 @@ static inline uint8_t sc_base64url_value(uint8_t c) {
 }
 
 /* Decodes base64url without padding (RFC 4648 §5) of public text: the token's fields and the
-   whash. SSSE3 does 16 characters / 12 bytes at a time where the CPU has it (the last 2-15 as
-   one more block, padded), the rest byte by byte. Strict: only alphabet characters, no
+   whash (whose fixed-length fields have decoders of their own: sc_token_parse,
+   sc_base64url_decode_digest). SSSE3 does 16 characters / 12 bytes at a time where the CPU has
+   it (the last 2-15 as one more block, padded), the rest byte by byte. Strict: only alphabet characters, no
    padding, a length that is not 1 mod 4, unused trailing bits zero; returns the byte count, or
    -1 for any other text. `output` needs room for n * 3 / 4 bytes. Key material is decoded in
    constant time by SignCore instead. */
@@ -235,10 +236,11 @@ ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output);
    the digest in out32, 0 for any other text. */
 int sc_base64url_decode_digest(const void *text, size_t n, void *out32) SC_MUST_CHECK;
 
-/* Encodes base64url without padding (RFC 4648 §5) of public bytes: two characters per table
-   load (a 12-bit pair table; the table index is the data, so never for key material, which
-   SignCore encodes in constant time). Writes exactly (n * 4 + 2) / 3 characters and returns
-   that count. */
+/* Encodes base64url without padding (RFC 4648 §5) of public bytes: 12 bytes to 16 characters
+   at a time with SSSE3 where the CPU has it (the last bytes as one more block), else two
+   characters per table load (a 12-bit pair table; the table index is the data, so never for
+   key material, which SignCore encodes in constant time). Writes exactly (n * 4 + 2) / 3
+   characters and returns that count. */
 size_t sc_base64url_encode(const void *data, size_t n, void *output);
 
 /* ---- Token fields ------------------------------------------------------------------------ */
