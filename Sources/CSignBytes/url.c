@@ -148,9 +148,10 @@ enum { IN_HOST, IN_PATH, IN_QUERY };
 
 typedef uint32_t (*reserved_finder)(const uint8_t *p);
 
-/* sc_url_common with `reserved_mask16` or its SSSE3 form: inlined into one function per finder. */
+/* sc_url_common finding reserved bytes by `find_reserved` (reserved_mask16 or its SSSE3 form):
+   inlined into one function per finder. */
 __attribute__((always_inline))
-static inline ptrdiff_t url_common(const void *input, size_t n, void *output, void *spare, reserved_finder reserved_mask16) {
+static inline ptrdiff_t url_common(const void *input, size_t n, void *output, void *spare, reserved_finder find_reserved) {
     const uint8_t *in = input;
     uint8_t *out = output;
     /* The scheme exactly as it is written canonically: "https://" or "http://" and a host byte. */
@@ -175,13 +176,13 @@ static inline ptrdiff_t url_common(const void *input, size_t n, void *output, vo
     for (size_t block = host_start; block < n; block += 16) {
         uint32_t mask;
         if (block + 16 <= n) {
-            mask = reserved_mask16(in + block);
+            mask = find_reserved(in + block);
         } else if (n >= 16) {
-            mask = reserved_mask16(in + n - 16) >> (16 - (n - block));
+            mask = find_reserved(in + n - 16) >> (16 - (n - block));
         } else {
             uint8_t padded[16] = {0};
             memcpy(padded, in + block, n - block);
-            mask = reserved_mask16(padded) & ((1u << (n - block)) - 1);
+            mask = find_reserved(padded) & ((1u << (n - block)) - 1);
         }
         for (; mask != 0; mask &= mask - 1) {
             size_t j = block + (size_t)__builtin_ctz(mask);
