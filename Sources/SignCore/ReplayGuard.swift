@@ -195,17 +195,12 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         private func recordInShard(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) -> Bool {
             let shard = base + pair.shard
             let budget = self.budget, perKeyLimit = self.perKeyLimit
-            let result = shard.pointee.mutex.withLock { table -> Result<(Bool, Int, UInt, Int), SignCoreError> in
-                do throws(SignCoreError) {
-                    let recorded = try table.record(pair, expires: expires, now: now, perKeyLimit: perKeyLimit) {
-                        budget.pointee.take(Shards.batch)
-                    }
-                    return .success((recorded, table.surplus(keeping: Shards.batch), table.address, table.size))
-                } catch {
-                    return .failure(error)
+            let (recorded, surplus, slots, size) = try shard.pointee.mutex.withLock { (table) throws(SignCoreError) in
+                let recorded = try table.record(pair, expires: expires, now: now, perKeyLimit: perKeyLimit) {
+                    budget.pointee.take(Shards.batch)
                 }
+                return (recorded, table.surplus(keeping: Shards.batch), table.address, table.size)
             }
-            let (recorded, surplus, slots, size) = try result.get()
             budget.pointee.give(surplus)
             shard.pointee.publish(slots: slots, size: size)
             return recorded
