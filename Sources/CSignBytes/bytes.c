@@ -95,15 +95,21 @@ void sc_pages_free(void *pages, size_t length) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+static atomic_int ssse3_known = -1;
+
 int sc_has_ssse3(void) {
-    static atomic_int known = -1;
-    int value = atomic_load_explicit(&known, memory_order_relaxed);
+    int value = atomic_load_explicit(&ssse3_known, memory_order_relaxed);
     if (value < 0) {
         __builtin_cpu_init();
         value = __builtin_cpu_supports("ssse3") ? 1 : 0;
-        atomic_store_explicit(&known, value, memory_order_relaxed);
+        atomic_store_explicit(&ssse3_known, value, memory_order_relaxed);
     }
     return value;
+}
+
+void sc_use_ssse3(int enabled) {
+    __builtin_cpu_init();
+    atomic_store_explicit(&ssse3_known, enabled && __builtin_cpu_supports("ssse3") ? 1 : 0, memory_order_relaxed);
 }
 
 /* Lanes of v that hold a base64url character hold a nonzero byte, every other lane zero (the

@@ -102,10 +102,14 @@ public enum SigningInput {
 
     /// Everything after the key's prefix, as the values the C writer lays out
     /// (`sc_signing_input_rest_write`, the layout above) and an HMAC key hashes straight from.
-    /// `account` must stay valid while the value is used.
+    /// `account` must stay valid while the value is used. Every caller has bounded the account
+    /// and the header count already; the C writers fill fixed buffers sized from those bounds, so
+    /// a value past them is a bug here and traps before any byte is written.
     static func rest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
                      account: UnsafeRawBufferPointer, headers: Headers) -> sc_signing_input_rest {
-        sc_signing_input_rest(target: target.words, whash: whash.words, created: created, lifetime: lifetime,
+        precondition(account.count <= WToken.maxAccountBytes && (0...CoveredHeaders.maxCount).contains(headers.count),
+                     "signing-input bounds")
+        return sc_signing_input_rest(target: target.words, whash: whash.words, created: created, lifetime: lifetime,
                               nonce: nonce.words, account: account.baseAddress, account_length: account.count,
                               headers_count: Int32(truncatingIfNeeded: headers.count), headers_digest: headers.digest.words)
     }

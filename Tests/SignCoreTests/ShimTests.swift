@@ -174,5 +174,63 @@ import Testing
             }
         }
     }
+
+    #if arch(x86_64)
+    /// The byte passes with and without SSSE3 (base64url and the token's fixed fields in plain C,
+    /// as on arm64; the URL pass on SSE2 compares) give the same answers: base64url both ways at
+    /// every length to 100, tokens and whash headers valid and with a byte changed at every
+    /// position (to a character, another one's unused bits, a byte outside the alphabet, a dot),
+    /// and URLs of every kind the one-pass canonicaliser takes or hands on.
+    @Test func passesAgreeWithAndWithoutSSSE3() throws {
+        defer { sc_use_ssse3(1) }
+        let signer = try Signer(key: .hmac(secret: [UInt8](repeating: 7, count: 32)), account: "ana")
+        let nonce = try #require(Nonce(bytes: [UInt8](repeating: 9, count: 16)))
+        let urls = ["https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9", "http://A.EXAMPLE/x?b=1&a=2",
+                    "https://h/p%2fq?z=%7e&a=b+c", "https://h/a+b?q=1+2&k=v", "https://h", "https://h?x=1",
+                    "https://h/%zz", "https://h/./a", "https://h:8080/a", "https://h/" + String(repeating: "a%2F", count: 40)]
+        func decoded(_ text: [UInt8]) -> [UInt8]? {
+            text.withUnsafeBytes { raw in
+                withUnsafeTemporaryAllocation(byteCount: raw.count, alignment: 1) { scratch in
+                    var out = ByteWriter(scratch)
+                    return Base64URL.decode(raw, into: &out) ? Array(out.written) : nil
+                }
+            }
+        }
+        func answers() throws -> [String] {
+            var answers: [String] = []
+            for length in 0...100 {
+                let text = Base64URL.encode((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+                answers += [text, "\(decoded(Array(text.utf8)) ?? [])"]
+            }
+            for url in urls {
+                answers.append((try? CanonicalURL.canonicalize(url)) ?? "refused")
+                guard let headers = try? signer.sign(method: .get, url: url, created: 1_790_000_000, nonce: nonce) else { continue }
+                for (text, isToken) in [(headers.wtoken, true), (headers.whash, false)] {
+                    let bytes = Array(text.utf8)
+                    for position in -1..<bytes.count {
+                      for replacement in position < 0 ? [0] : Array("AB=.".utf8) {
+                        var changed = bytes
+                        if position >= 0 { changed[position] = replacement }
+                        let spelled = String(decoding: changed, as: UTF8.self)
+                        if isToken {
+                            do throws(SignCoreError) { answers.append(try WToken(parsing: spelled).encoded) } catch { answers.append("\(error.code)") }
+                        } else {
+                            answers.append(SHA256Digest(base64url: spelled)?.description ?? "refused")
+                        }
+                      }
+                    }
+                }
+            }
+            return answers
+        }
+        sc_use_ssse3(1)
+        let withSSSE3 = try answers()
+        sc_use_ssse3(0)
+        #expect(sc_has_ssse3() == 0)
+        let without = try answers()
+        #expect(withSSSE3 == without)
+        #expect(withSSSE3.contains("refused") && withSSSE3.count > 1_000)
+    }
+    #endif
 }
 #endif

@@ -22,6 +22,10 @@
 /* Whether the CPU has SSSE3: on every x86-64 CPU since 2006 but not in the x86-64 baseline, so
    the byte passes check it once and take their SSSE3 forms. */
 int sc_has_ssse3(void);
+/* For tests: 0 makes every pass take its form without SSSE3 (plain C for base64url and the
+   token's fields, as on arm64; SSE2 compares in the URL pass), 1 the SSSE3 forms again where the
+   CPU has them. Both give the same bytes, so switching while other code runs is safe. */
+void sc_use_ssse3(int enabled);
 #endif
 
 /* ---- Short copies ----------------------------------------------------------------------- */
