@@ -227,12 +227,12 @@ static inline uint8_t sc_base64url_value(uint8_t c) {
     return values[c];
 }
 
-/* Decodes base64url without padding (RFC 4648 §5) of public text: the token's fields and the
-   whash (whose fixed-length fields have decoders of their own: sc_token_parse,
+/* Decodes base64url without padding (RFC 4648 §5) of public text: a token's account (its
+   fixed-length fields and the whash have decoders of their own: sc_token_parse,
    sc_base64url_decode_digest). SSSE3 does 16 characters / 12 bytes at a time where the CPU has
-   it (the last 2-15 as one more block, padded), the rest byte by byte. Strict: only alphabet characters, no
-   padding, a length that is not 1 mod 4, unused trailing bits zero; returns the byte count, or
-   -1 for any other text. `output` needs room for n * 3 / 4 bytes. Key material is decoded in
+   it (the last 2-15 as one more block, padded), the rest byte by byte. Strict: only alphabet
+   characters, no padding, a length that is not 1 mod 4, unused trailing bits zero; returns the
+   byte count, or -1 for any other text. `output` needs room for n * 3 / 4 bytes. Key material is decoded in
    constant time by SignCore instead. */
 ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output);
 
@@ -249,9 +249,9 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output);
 
 /* ---- Token fields ------------------------------------------------------------------------ */
 
-/* The fields of a wtoken (SPEC §4.1) in one pass: the dots found with SSE2, the decimals read
-   a word at a time and the base64url fields decoded where they lie. Returns the first failing check in this order, or
-   SC_TOKEN_OK: the first field is not "v3"; not 9 fields; the key id is not 1-max_key_id
+/* The fields of a wtoken (SPEC §4.1) in one pass: the dots found with SSE2, eight digits of a
+   decimal checked and combined at once, the base64url fields decoded where they lie. Returns
+   the first failing check in this order, or SC_TOKEN_OK: the first field is not "v3"; not 9 fields; the key id is not 1-max_key_id
    alphabet characters; created or lifetime not a canonical decimal in range (lifetime >= 1);
    the nonce not 22 characters of 16 bytes; the target not 8 of 6; the signature not 43 or 86
    characters of 32 or 64 bytes. (The account and headers fields, between target and
