@@ -13,6 +13,13 @@
 #include <errno.h>
 #include <sys/random.h>
 #endif
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#include <sched.h>
+#endif
 
 #if defined(__APPLE__)
 int sc_os_random(void *out, size_t length) {
@@ -88,6 +95,49 @@ void *sc_pages_zeroed(size_t length) {
 
 void sc_pages_free(void *pages, size_t length) {
     if (pages != NULL) (void)munmap(pages, length);
+}
+
+/* The lock's slow paths (CSignBytes.h): spin briefly while the holder has no waiter (a holder
+   keeps the lock for well under a microsecond), then mark the lock as waited on (2) and sleep
+   in the kernel until it is released; whoever takes it after a wait leaves it at 2, so its
+   release wakes the next sleeper. Without futexes (not Linux) the thread yields instead. */
+static uint32_t lock_spin(uint32_t *word) {
+    uint32_t state = __atomic_load_n(word, __ATOMIC_RELAXED);
+    for (int spins = 0; state == 1 && spins < 100; spins++) {
+#if defined(__x86_64__)
+        _mm_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+        state = __atomic_load_n(word, __ATOMIC_RELAXED);
+    }
+    return state;
+}
+
+void sc_lock_contended(uint32_t *word) {
+    uint32_t state = lock_spin(word);
+    if (state == 0) {
+        uint32_t expected = 0;
+        if (__atomic_compare_exchange_n(word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+        state = expected;
+    }
+    while (1) {
+        if (state != 2 && __atomic_exchange_n(word, 2, __ATOMIC_ACQUIRE) == 0) return;
+#if defined(__linux__)
+        (void)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0); /* returns at once unless still 2 */
+#else
+        sched_yield();
+#endif
+        state = lock_spin(word);
+    }
+}
+
+void sc_unlock_wake(uint32_t *word) {
+#if defined(__linux__)
+    (void)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+    (void)word;
+#endif
 }
 
 /* ---- base64url decoding of public text, 16 characters / 12 bytes at a time -------------- */

@@ -1,22 +1,19 @@
 import CSignBytes
 #if canImport(Darwin)
 import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
 #endif
 
 /// A value reached only under a lock: the `Mutex` of the Synchronization module, which needs
 /// macOS 15 / iOS 18, for every platform SignCore declares (Package.swift). `os_unfair_lock` on
-/// Apple platforms, a default `pthread_mutex_t` elsewhere; lock and value live in memory of their
-/// own, so the wrapper may move. The tools and tests of this package use it too (`@_spi`).
+/// Apple platforms, elsewhere a futex word (`sc_lock`: a free lock is taken and released inline,
+/// without the calls of a `pthread_mutex_t`); lock and value live in memory of their own, so the
+/// wrapper may move. The tools and tests of this package use it too (`@_spi`).
 @_spi(SignCoreTools)
 public struct Locked<Value: ~Copyable>: ~Copyable {
     #if canImport(Darwin)
     private typealias Primitive = os_unfair_lock
     #else
-    private typealias Primitive = pthread_mutex_t
+    private typealias Primitive = UInt32
     #endif
 
     private let lock: UnsafeMutablePointer<Primitive>
@@ -27,18 +24,13 @@ public struct Locked<Value: ~Copyable>: ~Copyable {
         #if canImport(Darwin)
         lock.initialize(to: os_unfair_lock())
         #else
-        lock.initialize(to: pthread_mutex_t())
-        let rc = pthread_mutex_init(lock, nil)
-        precondition(rc == 0, "pthread_mutex_init failed")
+        lock.initialize(to: 0)  // free
         #endif
         value = .allocate(capacity: 1)
         value.initialize(to: initial)
     }
 
     deinit {
-        #if !canImport(Darwin)
-        pthread_mutex_destroy(lock)
-        #endif
         lock.deinitialize(count: 1)
         lock.deallocate()
         value.deinitialize(count: 1)
@@ -51,8 +43,8 @@ public struct Locked<Value: ~Copyable>: ~Copyable {
         os_unfair_lock_lock(lock)
         defer { os_unfair_lock_unlock(lock) }
         #else
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
+        sc_lock(lock)
+        defer { sc_unlock(lock) }
         #endif
         return try body(&value.pointee)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @_spi(SignCoreTools) @testable import SignCore
 
@@ -30,6 +31,44 @@ import Testing
         #expect(shared.word.load() == 160_000)
         #expect(shared.casWord.load() == 320_000)
         #expect(shared.word.exchange(-1) == 160_000 && shared.word.load() == -1)
+    }
+
+    /// Four threads on however many cores: holders are preempted while others want the lock,
+    /// so the contended path (spin, then sleep in the kernel) runs, not only the inline one.
+    /// (Threads blocked in the lock cannot be cancelled: a lost wake fails the wait's deadline.)
+    @Test func threadsOutnumberingTheCoresLoseNoUpdate() {
+        let shared = Shared()
+        let done = DispatchGroup()
+        for _ in 0..<4 {
+            done.enter()
+            Thread {
+                for _ in 0..<100_000 { shared.counter.withLock { $0 += 1 } }
+                done.leave()
+            }.start()
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        #expect(shared.counter.withLock { $0 } == 400_000)
+    }
+
+    /// A thread that finds the lock held for long sleeps (the lock word says a thread waits),
+    /// and the holder's release wakes it, after the holder's write.
+    @Test func aWaiterSleepsUntilTheHolderReleases() {
+        let shared = Shared()
+        let acquired = DispatchSemaphore(value: 0)
+        Thread {
+            shared.counter.withLock { value in
+                shared.word.store(1)  // held
+                usleep(100_000)
+                value = 7
+            }
+        }.start()
+        while shared.word.load() == 0 { usleep(100) }
+        Thread {
+            shared.casWord.store(Int64(shared.counter.withLock { $0 }))
+            acquired.signal()
+        }.start()
+        #expect(acquired.wait(timeout: .now() + 10) == .success)
+        #expect(shared.casWord.load() == 7)
     }
 
     @Test func lockedHoldsNoncopyableValuesAndRethrowsTypedErrors() {

@@ -134,6 +134,24 @@ static inline int sc_atomic_compare_exchange_relaxed(int64_t *p, int64_t *expect
     return __atomic_compare_exchange_n(p, expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
+/* ---- A lock of one 32-bit word (Linux futex) -------------------------------------------- */
+
+/* 0 free, 1 held, 2 held with a thread waiting (U. Drepper, "Futexes Are Tricky", the form Rust's
+   standard library uses): taking a free lock is one compare-exchange and releasing it one
+   exchange, inlined into the caller; only a held lock calls into the kernel. The replay guard
+   takes one per verify, where pthread_mutex_lock/unlock cost about 50 instructions in calls. */
+void sc_lock_contended(uint32_t *word);
+void sc_unlock_wake(uint32_t *word);
+
+static inline void sc_lock(uint32_t *word) {
+    uint32_t expected = 0;
+    if (!__atomic_compare_exchange_n(word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) sc_lock_contended(word);
+}
+
+static inline void sc_unlock(uint32_t *word) {
+    if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) sc_unlock_wake(word);
+}
+
 /* ---- SipHash (J.-P. Aumasson, D. J. Bernstein), for the replay guard ------------------------- */
 
 #define SC_ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
