@@ -1,6 +1,6 @@
 /*
  * CSignBytes: the portable C of SignCore, no cryptographic library behind it: constant-time
- * comparison and wiping, the replay guard's pages and atomics, the byte tables and finders of the
+ * comparison and wiping, the replay guard's pages, atomics and lock, the byte tables and finders of the
  * token and URL passes, base64url decoding of public text. It includes no third-party header and
  * builds on Linux and every Apple platform. The crypto itself is in a backend: libsodium and
  * OpenSSL through CSignShim, or swift-crypto.
