@@ -97,8 +97,8 @@ void sc_pages_free(void *pages, size_t length) {
     if (pages != NULL) (void)munmap(pages, length);
 }
 
-/* The lock's slow paths (CSignBytes.h): spin briefly while the holder has no waiter (a holder
-   keeps the lock for well under a microsecond), then mark the lock as waited on (2) and sleep
+/* The lock's slow paths (CSignBytes.h): spin briefly while the holder has no waiter (the replay
+   guard's holders keep it for well under a microsecond), then mark the lock as waited on (2) and sleep
    in the kernel until it is released; whoever takes it after a wait leaves it at 2, so its
    release wakes the next sleeper. Without futexes (not Linux) the thread yields instead. */
 static uint32_t lock_spin(uint32_t *word) {
