@@ -53,9 +53,10 @@ import Testing
         #expect(shared.counter.withLock { $0 } == 400_000)
     }
 
-    /// A thread that finds the lock held for long sleeps (the lock word says a thread waits),
-    /// and the holder's release wakes it, after the holder's write.
-    @Test func aWaiterSleepsUntilTheHolderReleases() {
+    /// Threads that find the lock held for long sleep (the lock word says a thread waits), and
+    /// each release wakes the next: three sleepers at once, so a wake taken as "no waiter left"
+    /// strands one. Each sees the holder's write.
+    @Test func sleepingWaitersAreWokenOneAfterAnother() {
         let shared = Shared()
         let acquired = DispatchSemaphore(value: 0)
         Thread {
@@ -66,12 +67,18 @@ import Testing
             }
         }.start()
         while shared.word.load() == 0 { usleep(100) }
-        Thread {
-            shared.casWord.store(Int64(shared.counter.withLock { $0 }))
-            acquired.signal()
-        }.start()
-        #expect(acquired.wait(timeout: .now() + 10) == .success)
-        #expect(shared.casWord.load() == 7)
+        for _ in 0..<3 {
+            Thread {
+                shared.counter.withLock { value in
+                    if value >= 7 { shared.casWord.add(1) }
+                    value += 1
+                    usleep(10_000)  // the others stay asleep meanwhile
+                }
+                acquired.signal()
+            }.start()
+        }
+        for _ in 0..<3 { #expect(acquired.wait(timeout: .now() + 10) == .success) }
+        #expect(shared.casWord.load() == 3)
     }
 
     @Test func lockedHoldsNoncopyableValuesAndRethrowsTypedErrors() {
