@@ -33,8 +33,8 @@ import Testing
         #expect(shared.word.exchange(-1) == 160_000 && shared.word.load() == -1)
     }
 
-    /// Four threads on however many cores: holders are preempted while others want the lock,
-    /// so the contended path (spin, then sleep in the kernel) runs, not only the inline one.
+    /// Four threads racing: on a machine of fewer cores (CI has two) holders are preempted while
+    /// others want the lock, so the contended path (spin, then sleep in the kernel) runs too.
     /// (Threads blocked in the lock cannot be cancelled: a lost wake fails the wait's deadline.)
     @Test func threadsOutnumberingTheCoresLoseNoUpdate() {
         let shared = Shared()
