@@ -7,6 +7,7 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #if defined(__APPLE__)
 #include <stdlib.h>
 #else
@@ -16,7 +17,6 @@
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #else
 #include <sched.h>
 #endif
@@ -84,9 +84,20 @@ void sc_memzero(void *p, size_t length) {
 
 /* ---- replay-guard tables ---------------------------------------------------------------- */
 
+/* The mapping starts on a 2 MiB boundary: mapped 2 MiB longer, then the unaligned head and the
+   tail past the table's last page unmapped. The kernel backs only aligned 2 MiB ranges with
+   huge pages, so an unaligned table would lose one at each end. */
 void *sc_pages_zeroed(size_t length) {
-    void *pages = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (pages == MAP_FAILED) return NULL;
+    const size_t huge = (size_t)2 << 20;
+    long page_size = sysconf(_SC_PAGESIZE);
+    size_t page = page_size > 0 ? (size_t)page_size : 4096;
+    if (length == 0 || length > SIZE_MAX - 2 * huge) return NULL;
+    uint8_t *mapped = mmap(NULL, length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapped == MAP_FAILED) return NULL;
+    uint8_t *pages = (uint8_t *)(((uintptr_t)mapped + huge - 1) & ~(uintptr_t)(huge - 1));
+    size_t head = (size_t)(pages - mapped), kept = (length + page - 1) / page * page;
+    if (head > 0) (void)munmap(mapped, head);
+    (void)munmap(pages + kept, huge - head); /* never empty: head < huge */
 #ifdef MADV_HUGEPAGE
     (void)madvise(pages, length, MADV_HUGEPAGE); /* a hint: without it the table still works */
 #endif

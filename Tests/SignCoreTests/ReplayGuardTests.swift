@@ -208,6 +208,21 @@ import Testing
         try guardian.record(keyID: Self.key, nonce: nonces[0], expires: 300, now: 200)  // expired: usable again
     }
 
+    /// Large tables start on a 2 MiB boundary, whatever their length, so the kernel can back
+    /// all of them with huge pages (an unaligned mapping loses one at each end), and come zeroed
+    /// and writable to their last byte.
+    @Test(arguments: [2 << 20, (2 << 20) + 16, 3 << 20, (5 << 20) - 16])
+    func largeTablesAreHugePageAligned(length: Int) throws {
+        let pages = try #require(sc_pages_zeroed(length))
+        defer { sc_pages_free(pages, length) }
+        #expect(UInt(bitPattern: pages) % UInt(2 << 20) == 0)
+        let bytes = UnsafeMutableRawBufferPointer(start: pages, count: length)
+        #expect(bytes.allSatisfy { $0 == 0 })
+        bytes[0] = 1
+        bytes[length - 1] = 1
+        #expect(bytes[0] == 1 && bytes[length - 1] == 1)
+    }
+
     /// Issue 11: the guard against a plain dictionary of (key, nonce) → expiry, over 200,000
     /// random records with time moving on: nonces drawn from a small pool (so replays and
     /// reuse after expiry are frequent), 40 keys with bounded shares (their counts come and
