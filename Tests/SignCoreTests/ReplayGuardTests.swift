@@ -223,6 +223,14 @@ import Testing
         #expect(bytes[0] == 1 && bytes[length - 1] == 1)
     }
 
+    /// A length of 0, or one the kernel cannot map, is NULL (the table's `overloaded`), never a
+    /// crash or a mapping of the wrong size.
+    @Test func impossibleTableLengthsAreRefused() {
+        #expect(sc_pages_zeroed(0) == nil)
+        #expect(sc_pages_zeroed(Int.max) == nil)
+        #expect(sc_pages_zeroed(-1) == nil)  // SIZE_MAX: length + 2 MiB would wrap around
+    }
+
     /// Issue 11: the guard against a plain dictionary of (key, nonce) → expiry, over 200,000
     /// random records with time moving on: nonces drawn from a small pool (so replays and
     /// reuse after expiry are frequent), 40 keys with bounded shares (their counts come and
