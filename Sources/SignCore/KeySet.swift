@@ -7,11 +7,20 @@ public struct KeySet: Sendable {
     /// than by hashing one.
     private var list: [SigningKey] = []
     private static let listLookupLimit = 8
-    /// For more keys, an open-addressing index into `list` (position + 1; 0 is empty), at most
-    /// half full, by `idHash` (built again when a removal shifts positions or it would pass half): a few dozen instructions a lookup, where a Dictionary's SipHash
-    /// of a `KeyID` took hundreds. Unkeyed on purpose: lookups never insert, so a token's id
-    /// can only walk the chains the operator's own key ids made.
-    private var index: [Int32] = []
+    /// For more keys, an open-addressing index by `idHash`, at most half full (a quarter after
+    /// it is built again, on a removal or when it would pass half). Each place holds the id's
+    /// hash and the key itself (unretained: `list` holds it), so a probe compares hashes
+    /// without touching another key's memory, and the key is one load away from its place: in a
+    /// large set, the place, the key and the key's secret states are all the cache misses a
+    /// lookup has. Unkeyed on purpose: lookups never insert, so a token's id can only walk the
+    /// chains the operator's own key ids made.
+    private var index: [IndexPlace] = []
+
+    private struct IndexPlace {
+        var hash: UInt64 = 0
+        /// nil for an empty place.
+        var key: Unmanaged<SigningKey>?
+    }
 
     public init() {}
 
@@ -46,7 +55,7 @@ public struct KeySet: Sendable {
         keys[id] = key
         list.append(key)
         if list.count > Self.listLookupLimit, 2 * list.count <= index.count {
-            Self.place(list.count, of: key, in: &index)  // room left: one insertion
+            Self.place(key, in: &index)  // room left: one insertion
         } else {
             reindex()  // first use or doubling: amortised O(1) per key
         }
@@ -77,17 +86,15 @@ public struct KeySet: Sendable {
                 return nil
             }
         }
+        let hash = Self.idHash(id)
         return index.withUnsafeBufferPointer { index in
-            list.withUnsafeBufferPointer { list in
-                let mask = index.count - 1
-                var place = Int(truncatingIfNeeded: Self.idHash(id)) & mask
-                while index[place] != 0 {
-                    let key = list[Int(index[place]) - 1]
-                    if bytesEqual(key.idBytes, id) { return Unmanaged.passUnretained(key) }
-                    place = (place + 1) & mask
-                }
-                return nil
+            let mask = index.count - 1
+            var place = Int(truncatingIfNeeded: hash) & mask
+            while let key = index[place].key {
+                if index[place].hash == hash, key.withObject({ bytesEqual($0.idBytes, id) }) { return key }
+                place = (place + 1) & mask
             }
+            return nil
         }
     }
 
@@ -96,35 +103,43 @@ public struct KeySet: Sendable {
         guard list.count > Self.listLookupLimit else { return index = [] }
         var size = 16
         while size < 4 * list.count { size *= 2 }
-        var fresh = [Int32](repeating: 0, count: size)
-        for (position, key) in list.enumerated() { Self.place(position + 1, of: key, in: &fresh) }
+        var fresh = [IndexPlace](repeating: IndexPlace(), count: size)
+        for key in list { Self.place(key, in: &fresh) }
         index = fresh
     }
 
-    /// Puts `list` position `number` (1-based) at `key`'s first free place in `index`.
-    private static func place(_ number: Int, of key: SigningKey, in index: inout [Int32]) {
-        let mask = index.count - 1
-        var place = Int(truncatingIfNeeded: idHash(key.idBytes)) & mask
-        while index[place] != 0 { place = (place + 1) & mask }
-        index[place] = Int32(number)
+    /// Puts `key` at the first free place for its id in `index`.
+    private static func place(_ key: SigningKey, in index: inout [IndexPlace]) {
+        let hash = idHash(key.idBytes), mask = index.count - 1
+        var place = Int(truncatingIfNeeded: hash) & mask
+        while index[place].key != nil { place = (place + 1) & mask }
+        index[place] = IndexPlace(hash: hash, key: Unmanaged.passUnretained(key))
     }
 
-    /// Every byte of an id (1–64), eight at a time, mixed by multiplication.
+    /// Every byte of an id (1–64) mixed in by multiplication, with no loop over single bytes:
+    /// 8 bytes at a time, the last word ending at the id's last byte (overlapping the one
+    /// before); an id of 4–7 bytes as two overlapping 4-byte words, one of 1–3 as its first,
+    /// middle and last byte. With the length mixed in first, each length's words determine its bytes.
     static func idHash(_ id: UnsafeRawBufferPointer) -> UInt64 {
-        var hash = UInt64(truncatingIfNeeded: id.count) &* 0x9E37_79B9_7F4A_7C15
-        guard let base = id.baseAddress else { return hash }
-        var offset = 0
-        while offset < id.count {
-            var word: UInt64 = 0
-            let count = min(8, id.count - offset)
-            if count == 8 {
-                word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-            } else {
-                for k in 0..<count { word |= UInt64(base.load(fromByteOffset: offset + k, as: UInt8.self)) << (8 * k) }
-            }
+        let count = id.count
+        var hash = UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9_7F4A_7C15
+        guard let base = id.baseAddress, count > 0 else { return hash }
+        func mix(_ word: UInt64) {
             hash = (hash ^ word) &* 0xD6E8_FEB8_6659_FD93
             hash ^= hash >> 32
-            offset += 8
+        }
+        if count >= 8 {
+            var offset = 0
+            while offset + 8 < count {
+                mix(base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                offset += 8
+            }
+            mix(base.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self))
+        } else if count >= 4 {
+            mix(UInt64(base.loadUnaligned(as: UInt32.self)) | UInt64(base.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)) << 32)
+        } else {
+            mix(UInt64(base.load(as: UInt8.self)) | UInt64(base.load(fromByteOffset: count / 2, as: UInt8.self)) << 8
+                | UInt64(base.load(fromByteOffset: count - 1, as: UInt8.self)) << 16)
         }
         return hash ^ hash >> 29
     }

@@ -274,6 +274,22 @@ import Testing
         #expect(find("k500") == nil && find("k3000") == nil)
     }
 
+    /// The index's id hash reads every byte of an id at every length (1–64): changing any one
+    /// byte changes the hash, so ids that differ in one place do not share a probe chain. (The
+    /// lookup compares the bytes too: a hash that skipped a byte would cost speed, not answers.)
+    @Test func keyIDHashReadsEveryByte() {
+        for length in 1...SigningKey.maxKeyIDLength {
+            let id = [UInt8]((0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) })
+            let hash = id.withUnsafeBytes { KeySet.idHash($0) }
+            for position in 0..<length {
+                var changed = id
+                changed[position] = UInt8(ascii: "Z")
+                #expect(changed.withUnsafeBytes { KeySet.idHash($0) } != hash, "length \(length), byte \(position)")
+            }
+            #expect((id + [UInt8(ascii: "a")]).withUnsafeBytes { KeySet.idHash($0) } != hash, "length \(length) + 1")
+        }
+    }
+
     /// The two-digits-at-a-time decimal writer agrees with Swift's own at every digit count,
     /// around each power of ten, and at both ends of Int64.
     @Test func decimalsMatchSwiftsDescription() {
