@@ -14,12 +14,17 @@ import Darwin
 /// `sweepPerRecord` slots after a cursor that cycles through the table and deletes the expired
 /// entries it finds there (backward-shift deletion: no tombstones, probe chains stay as short
 /// as the live entries make them). An expired entry therefore lingers at most one cycle of the
-/// cursor, which at any steady rate keeps at most `1/sweepPerRecord` of the table dead. The
-/// table is rebuilt (the one pause, in proportion to the shard's live entries) only when it
-/// grows past 70 % full, to twice its live entries, or when a cycle finds it under an eighth
-/// full, to shrink: never in a steady state. When the shard has no budget left it sweeps the
-/// whole table, at most once per second of `now`, so a flood against a full guard cannot make
-/// every verify rescan it.
+/// cursor, which at any steady rate keeps at most `1/sweepPerRecord` of the table dead. When
+/// the shard has no budget left it sweeps the whole table, at most once per second of `now`,
+/// so a flood against a full guard cannot make every verify rescan it.
+///
+/// Resizing is incremental too, so no record waits on a pass over the table: past 70 % full
+/// (or, at the end of a sweep cycle, under an eighth full) a new table of twice the entries
+/// is allocated and the old one is drained into it, `migratePerRecord` slots per record,
+/// unexpired entries moved and expired ones dropped. Until it is empty, a record looks in
+/// both (the shard prefetches the pair's slot in each). At `migratePerRecord` = 16 the old
+/// table is empty long before the new one can fill, and while the table grows, about one
+/// record in five finds a table draining.
 ///
 /// Table sizes are not powers of two (a slot is picked by a multiply), so memory follows the
 /// live entries closely: 16 bytes a slot, about 32 bytes per live nonce in a steady state.
@@ -64,7 +69,12 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     }
 
     private var slots: UnsafeMutableBufferPointer<Entry>
-    /// Occupied slots, expired or not.
+    /// The previous table while it is drained into `slots`: its slots below `migrated` have
+    /// been moved (their copies there are ignored), the rest not yet. Never written but to mark
+    /// an entry dead, so its probe runs stay intact.
+    private var draining: UnsafeMutableBufferPointer<Entry>?
+    private var migrated = 0
+    /// Entries held, expired or not, in both tables.
     private(set) var used = 0
     /// Slots of the guard's budget this shard holds and has not used yet.
     private(set) var credits = 0
@@ -73,25 +83,40 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// The latest expiry of an entry dropped so far: a nonce whose token expired at or before
     /// it may have been forgotten, so such a token is refused (the clock may have stepped back).
     private(set) var droppedThrough = Int64.min
-    /// Full sweeps and rebuilds so far (for tests), and the `now` of the last full sweep.
+    /// Full sweeps and resizes so far (for tests), and the `now` of the last full sweep.
     private(set) var scans = 0
-    private(set) var rebuilds = 0
+    private(set) var resizes = 0
     private var scannedAt = Int64.min
     /// Where the incremental sweep looks next.
     private var cursor = 0
 
     /// Slots the incremental sweep examines per record.
     static let sweepPerRecord = 8
+    /// Slots of a draining table moved per record. A table of S slots starts draining at 0.7 S
+    /// entries into one of 1.4 S, which is 70 % full 0.28 S records later: at least 3.6 are needed.
+    static let migratePerRecord = 16
 
     init() throws(SignCoreError) {
         slots = try Self.allocate(Self.minimumSize)
     }
 
-    deinit { Self.release(slots) }
+    deinit {
+        Self.release(slots)
+        if let draining { Self.release(draining) }
+    }
 
-    var address: UInt { UInt(bitPattern: slots.baseAddress) }
-    var size: Int { slots.count }
-    var bytes: Int { slots.count * MemoryLayout<Entry>.stride }
+    /// Where the tables lie, for the shard's prefetch hint.
+    struct Layout {
+        var address: UInt, size: Int
+        /// The draining table's; 0 and 0 for none.
+        var drainingAddress: UInt, drainingSize: Int
+    }
+
+    var layout: Layout {
+        Layout(address: UInt(bitPattern: slots.baseAddress), size: slots.count,
+               drainingAddress: UInt(bitPattern: draining?.baseAddress), drainingSize: draining?.count ?? 0)
+    }
+    var bytes: Int { (slots.count + (draining?.count ?? 0)) * MemoryLayout<Entry>.stride }
 
     /// The first slot to probe for a pair's hash in a table of `size` slots: the low 32 bits
     /// scaled by a multiply (the shard was picked from the high 32).
@@ -100,13 +125,16 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     }
 
     /// Records the pair; false when there is no room and `borrow` (slots from the guard's
-    /// budget) lends none.
+    /// budget) lends none. (Inlined into the shard's locked closure: a call here would add
+    /// its register saves to every verify.)
+    @inline(__always)
     mutating func record(_ pair: InMemoryReplayGuard.HashedNonce, expires: Int64, now: Int64, perKeyLimit: Int,
                          borrow: () -> Int) throws(SignCoreError) -> Bool {
         guard expires > droppedThrough else {
             throw SignCoreError(.expired, "the token expired before a time whose nonces the replay guard has already dropped")
         }
         sweepSome(now: now)
+        if draining != nil { migrateSome(now: now) }
         var index = Self.home(hash: pair.hash, size: slots.count)
         while !slots[index].isEmpty {
             if slots[index].holds(hash: pair.hash, check: pair.check) {
@@ -116,6 +144,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             }
             index = index + 1 == slots.count ? 0 : index + 1
         }
+        if let draining { try checkDraining(draining, pair, now: now) }
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
         if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
             if now != scannedAt { sweepAll(now: now) }
@@ -126,11 +155,31 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if credits == 0 { credits = borrow() }
         if credits == 0, now != scannedAt { sweepAll(now: now) }
         guard credits > 0 else { return false }
-        if 10 * (used + 1) > 7 * slots.count { try rebuild(now: now) }
+        if 10 * (used + 1) > 7 * slots.count {
+            finishDraining(now: now)  // (only after a burst the drain could not keep up with)
+            if 10 * (used + 1) > 7 * slots.count { try resize(now: now) }
+        }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
         insert(Entry(hash: pair.hash, check: pair.check, expires: expires, keySlot: keySlot))
+        used += 1
         credits -= 1
         return true
+    }
+
+    /// The pair in the part of the draining table not moved yet: a replay when unexpired; an
+    /// expired entry is marked dead there (expiry 0), so that the drain drops it rather than
+    /// move it beside the new one if the clock should step back.
+    private func checkDraining(_ old: UnsafeMutableBufferPointer<Entry>, _ pair: InMemoryReplayGuard.HashedNonce,
+                               now: Int64) throws(SignCoreError) {
+        var index = Self.home(hash: pair.hash, size: old.count)
+        while !old[index].isEmpty {
+            if index >= migrated, old[index].holds(hash: pair.hash, check: pair.check) {
+                guard old[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
+                old[index].expires = 0
+                return
+            }
+            index = index + 1 == old.count ? 0 : index + 1
+        }
     }
 
     /// Hands back every credit, after a full sweep when `scan` (at most once per `now`);
@@ -157,8 +206,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     /// The incremental sweep: `sweepPerRecord` steps of the cursor, each deleting an expired
     /// entry (whose place the next entry of its run may take, so the cursor stays) or moving
-    /// on. A completed cycle over a table less than an eighth full shrinks it (when the smaller
-    /// table cannot be allocated, the table stays as it is: shrinking never fails a record).
+    /// on. A completed cycle over a table less than an eighth full starts shrinking it (when the
+    /// smaller table cannot be allocated, the table stays as it is: shrinking never fails a record).
     private mutating func sweepSome(now: Int64) {
         guard used > 0 else { return }
         for _ in 0..<Self.sweepPerRecord {
@@ -168,15 +217,16 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
                 cursor += 1
                 if cursor == slots.count {
                     cursor = 0
-                    if 8 * used < slots.count, slots.count > Self.minimumSize { try? rebuild(now: now) }
+                    if 8 * used < slots.count, slots.count > Self.minimumSize, draining == nil { try? resize(now: now) }
                     return
                 }
             }
         }
     }
 
-    /// Deletes every expired entry (a full pass; at most once per `now`).
+    /// Deletes every expired entry (a full pass, a draining table emptied first; at most once per `now`).
     private mutating func sweepAll(now: Int64) {
+        finishDraining(now: now)
         scans += 1
         scannedAt = now
         var index = 0
@@ -188,11 +238,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// Removes the entry at `index` and closes the gap: each later entry of the same run moves
     /// back into the hole unless that would put it before its home slot (Knuth's algorithm R).
     private mutating func delete(at index: Int) {
-        let entry = slots[index]
-        droppedThrough = max(droppedThrough, entry.expires)
-        if entry.keySlot != 0 { perKey.remove(slot: entry.keySlot) }
-        used -= 1
-        credits += 1
+        drop(slots[index])
         let count = slots.count
         var hole = index, next = index
         while true {
@@ -210,34 +256,52 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         slots[hole] = .empty
     }
 
-    /// Keeps the unexpired entries only, in a table of twice their number (at least the
-    /// minimum); the dropped entries' slots become credits again.
-    private mutating func rebuild(now: Int64) throws(SignCoreError) {
-        rebuilds += 1
-        var live = 0
-        for entry in slots where !entry.isEmpty && entry.expires > now { live += 1 }
-        let fresh = try Self.allocate(max(Self.minimumSize, 2 * (live + 1)))
-        let old = slots
-        slots = fresh
-        used = 0
-        cursor = 0
-        for entry in old where !entry.isEmpty {
-            if entry.expires > now {
-                insert(entry)
-            } else {
-                droppedThrough = max(droppedThrough, entry.expires)
-                if entry.keySlot != 0 { perKey.remove(slot: entry.keySlot) }
-                credits += 1
-            }
-        }
-        Self.release(old)
+    /// Forgets an expired entry: its key's count, its slot back to the budget.
+    private mutating func drop(_ entry: Entry) {
+        droppedThrough = max(droppedThrough, entry.expires)
+        if entry.keySlot != 0 { perKey.remove(slot: entry.keySlot) }
+        used -= 1
+        credits += 1
     }
 
+    /// Starts draining the table into a new one of twice its entries (at least the minimum).
+    private mutating func resize(now: Int64) throws(SignCoreError) {
+        let fresh = try Self.allocate(max(Self.minimumSize, 2 * (used + 1)))
+        resizes += 1
+        draining = slots
+        migrated = 0
+        slots = fresh
+        cursor = 0
+        migrateSome(now: now)
+    }
+
+    /// Moves the next `migratePerRecord` slots of the draining table: unexpired entries into
+    /// the table, expired ones dropped; releases it once it is empty.
+    private mutating func migrateSome(now: Int64, slotCount: Int = migratePerRecord) {
+        guard let old = draining else { return }
+        let end = min(old.count, migrated + slotCount)
+        while migrated < end {
+            let entry = old[migrated]
+            if !entry.isEmpty {
+                if entry.expires > now { insert(entry) } else { drop(entry) }
+            }
+            migrated += 1
+        }
+        if migrated == old.count {
+            Self.release(old)
+            draining = nil
+        }
+    }
+
+    private mutating func finishDraining(now: Int64) {
+        if let old = draining { migrateSome(now: now, slotCount: old.count) }
+    }
+
+    /// Puts an entry at the first empty slot of its run (the caller counts it in `used`).
     private mutating func insert(_ entry: Entry) {
         var index = Self.home(hash: entry.hash, size: slots.count)
         while !slots[index].isEmpty { index = index + 1 == slots.count ? 0 : index + 1 }
         slots[index] = entry
-        used += 1
     }
 
     // MARK: Memory

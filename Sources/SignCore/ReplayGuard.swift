@@ -1,4 +1,11 @@
 import CSignBytes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Remembers the nonces of accepted tokens until they expire, so each token is accepted once
 /// (SPEC §5, step 9). Entries are keyed by (key id, nonce): a nonce seen under one key never
@@ -16,9 +23,10 @@ public protocol ReplayGuard: Sendable {
 
 /// An in-process replay guard, bounded in memory by `capacity`.
 ///
-/// - **Expiry** runs continuously, a few slots per record (`NonceTable`): no verify waits on
-///   more than that in a steady state, and memory follows the live nonces (about 32 bytes
-///   each: 6 million, 100,000 verifies a second of 60-second tokens, in about 200 MB).
+/// - **Expiry and resizing** run continuously, a few slots per record (`NonceTable`): no
+///   verify waits on more than that, while the guard fills up as in a steady state, and memory
+///   follows the live nonces (about 24–32 bytes each: 6 million, 100,000 verifies a second of
+///   60-second tokens, in about 160–200 MB).
 /// - **Sizing**: `capacity` = the peak rate of accepted requests × the longest token lifetime
 ///   (plus the verifier's skew). The default, 6 million, is 100,000 verifies a second of
 ///   60-second tokens, or 20,000 a second of 300-second ones.
@@ -59,10 +67,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     ///   lifetime your clients use (at most the verifier's `maxLifetime`) plus its skew.
     /// - Parameter maxShare: the largest fraction of `capacity` one key id may hold, in
     ///   (0, 1]. With one key shared by every client (an HMAC key, say) set it to 1.
-    /// - Parameter shardCount: independent locks and tables; by default one per 16,384 nonces
-    ///   of capacity, at most 256. A shard is locked while it grows (time in proportion to its
-    ///   live entries, only while the number of live nonces rises), so more, smaller shards
-    ///   mean shorter pauses and fewer threads waiting on one.
+    /// - Parameter shardCount: independent locks and tables; by default `defaultShardCount`.
     /// Throws `invalidConfiguration` for a capacity below 1, a share outside (0, 1] or a shard
     /// count below 1, and `overloaded` when the first tables cannot be allocated.
     public init(capacity: Int = 6_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
@@ -72,7 +77,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         guard maxShare > 0, maxShare <= 1 else {
             throw SignCoreError(.invalidConfiguration, "the replay guard's share per key must be in (0, 1]")
         }
-        let count = min(shardCount ?? max(1, min(256, capacity / 16_384)), capacity)
+        let count = min(shardCount ?? Self.defaultShardCount(capacity: capacity), capacity)
         guard count >= 1 else { throw SignCoreError(.invalidConfiguration, "the replay guard needs at least one shard") }
         self.capacity = capacity
         self.maxShare = maxShare
@@ -81,6 +86,16 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     }
 
     deinit { shards.release() }
+
+    /// Four shards per processor, so that concurrent verifiers rarely wait on one lock, but no
+    /// more than one per 65,536 nonces of capacity (and at most 256): few shards mean large
+    /// tables, which the kernel backs with huge pages (from 2 MiB), so that a record's random
+    /// slot costs a cache miss without a page walk on top. (No shard pauses to grow: tables
+    /// are resized a few slots per record.)
+    public static func defaultShardCount(capacity: Int) -> Int {
+        let processors = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        return max(1, min(256, 4 * processors, capacity / 65_536))
+    }
 
     public func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
         try shards.record(shards.hashed(nonce, key: ReplayKey(keyID)), expires: expires, now: now)
@@ -92,10 +107,10 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     /// Bytes of the shards' tables (what the guard's memory grows with).
     public var tableBytes: Int { shards.tableBytes }
 
-    /// Table rebuilds so far: each one a pause of its shard in proportion to the shard's live
-    /// entries, which happen only while the number of live nonces grows (or, to shrink, after
-    /// it has fallen by far).
-    public var rebuilds: Int { shards.rebuilds }
+    /// Table resizes so far. A resize happens only while the number of live nonces grows (or,
+    /// to shrink, after it has fallen by far), and makes no record wait: the old table is
+    /// drained a few slots per record.
+    public var resizes: Int { shards.resizes }
 
     /// A (key, nonce) pair as the guard stores it, for a verifier that looks the pair up early.
     struct HashedNonce {
@@ -159,21 +174,14 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             budget.deallocate()
         }
 
-        /// Hashes the pair and starts loading its table slot, so that the cache miss of a large
-        /// table overlaps the signature check that comes before `record`. The slot address is
-        /// read without the lock: it may be stale after a rebuild, which costs a wasted
-        /// prefetch, never a wrong answer (prefetching never faults and `record` probes under
-        /// the lock).
+        /// Hashes the pair and starts loading its table slots (`Shard.prefetch`), so that the
+        /// cache miss of a large table overlaps the signature check that comes before `record`.
         func hashed(_ nonce: Nonce, key: ReplayKey) -> HashedNonce {
             let hash = sc_siphash13_3(hashKey.0, hashKey.1, key.tag, nonce.words.0, nonce.words.1) | 1
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
-            let slots = UInt(truncatingIfNeeded: base[shard].slots.load()), size = Int(base[shard].size.load())
-            if slots != 0 {
-                let slot = NonceTable.home(hash: hash, size: size)
-                sc_prefetch_for_write(UnsafeRawPointer(bitPattern: slots &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
-            }
+            base[shard].prefetch(hash: hash)
             return HashedNonce(key: key.tag, hash: hash, check: check, shard: shard)
         }
 
@@ -195,14 +203,14 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         private func recordInShard(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) -> Bool {
             let shard = base + pair.shard
             let budget = self.budget, perKeyLimit = self.perKeyLimit
-            let (recorded, surplus, slots, size) = try shard.pointee.mutex.withLock { (table) throws(SignCoreError) in
+            let (recorded, surplus, layout) = try shard.pointee.mutex.withLock { (table) throws(SignCoreError) in
                 let recorded = try table.record(pair, expires: expires, now: now, perKeyLimit: perKeyLimit) {
                     budget.pointee.take(Shards.batch)
                 }
-                return (recorded, table.surplus(keeping: Shards.batch), table.address, table.size)
+                return (recorded, table.surplus(keeping: Shards.batch), table.layout)
             }
             budget.pointee.give(surplus)
-            shard.pointee.publish(slots: slots, size: size)
+            shard.pointee.publish(layout)
             return recorded
         }
 
@@ -214,12 +222,12 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.bytes } }
         }
 
-        /// Full sweeps and rebuilds of every shard so far (for tests).
+        /// Full sweeps and resizes of every shard so far (for tests).
         var scans: Int {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.scans } }
         }
-        var rebuilds: Int {
-            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.rebuilds } }
+        var resizes: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.resizes } }
         }
     }
 
@@ -256,19 +264,37 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex: Locked<NonceTable>
-        /// The table's address and size as of the last record, for `hashed` to prefetch from
-        /// without taking the lock.
-        let slots = AtomicWord(0)
-        let size = AtomicWord(0)
+        /// The table's address and size as of the last record, and those of the table it is
+        /// draining (0 for none), for `prefetch` to read without taking the lock.
+        let slots = AtomicWord(0), size = AtomicWord(0)
+        let drainingSlots = AtomicWord(0), drainingSize = AtomicWord(0)
 
         init(table: consuming NonceTable) { mutex = Locked(table) }
 
+        /// Starts loading the pair's home slot in each table it may be in. The hint may be
+        /// stale after a resize, which costs a wasted prefetch, never a wrong answer
+        /// (prefetching never faults and `record` probes under the lock).
+        func prefetch(hash: UInt64) {
+            Self.prefetch(hash: hash, slots: slots.load(), size: size.load())
+            Self.prefetch(hash: hash, slots: drainingSlots.load(), size: drainingSize.load())
+        }
+
+        private static func prefetch(hash: UInt64, slots: Int64, size: Int64) {
+            guard slots != 0 else { return }
+            let slot = NonceTable.home(hash: hash, size: Int(size))
+            sc_prefetch_for_write(UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: slots) &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
+        }
+
         /// Refreshes the hint after a record (outside the lock: two threads may race here, and
         /// the loser's stale value lasts until the next record; it is only a hint).
-        func publish(slots address: UInt, size slotCount: Int) {
-            if slots.load() != Int64(truncatingIfNeeded: address) {
-                slots.store(Int64(truncatingIfNeeded: address))
-                size.store(Int64(slotCount))
+        func publish(_ layout: NonceTable.Layout) {
+            if slots.load() != Int64(truncatingIfNeeded: layout.address) {
+                slots.store(Int64(truncatingIfNeeded: layout.address))
+                size.store(Int64(layout.size))
+            }
+            if drainingSlots.load() != Int64(truncatingIfNeeded: layout.drainingAddress) {
+                drainingSlots.store(Int64(truncatingIfNeeded: layout.drainingAddress))
+                drainingSize.store(Int64(layout.drainingSize))
             }
         }
     }

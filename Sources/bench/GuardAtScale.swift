@@ -22,7 +22,7 @@ struct GuardAtScale: Codable {
     /// The process's resident memory at the end (the bench's other rows included: run
     /// `--filter "replay guard at scale"` alone to see the guard's part).
     var residentMB: Double
-    var rebuildsWhileMeasured: Int
+    var resizesWhileMeasured: Int
 
     /// Runs `warmUp` simulated seconds to fill the guard, then measures `measured` seconds.
     static func run(rate: Int, lifetime: Int, warmUp: Int, measured: Int) throws -> GuardAtScale {
@@ -36,11 +36,11 @@ struct GuardAtScale: Codable {
         var latencies: [UInt32] = []
         latencies.reserveCapacity(rate * measured)
         var verifySeconds = 0.0
-        var rebuildsAtStart = 0
+        var resizesAtStart = 0
         let batch = 10_000
         for second in 0..<(warmUp + measured) {
             let measuring = second >= warmUp
-            if second == warmUp { rebuildsAtStart = guardian.rebuilds }
+            if second == warmUp { resizesAtStart = guardian.resizes }
             var done = 0
             while done < rate {
                 let count = min(batch, rate - done)
@@ -71,7 +71,7 @@ struct GuardAtScale: Codable {
                             p50: percentile(0.5), p99: percentile(0.99), p999: percentile(0.999),
                             max: Double(latencies.last ?? 0) / 1000,
                             tableMB: Double(guardian.tableBytes) / 1e6, residentMB: residentMB(),
-                            rebuildsWhileMeasured: guardian.rebuilds - rebuildsAtStart)
+                            resizesWhileMeasured: guardian.resizes - resizesAtStart)
     }
 
     var lines: String {
@@ -83,7 +83,7 @@ struct GuardAtScale: Codable {
           latency p50 \(String(format: "%.2f", p50)) µs, p99 \(String(format: "%.2f", p99)) µs, \
         p99.9 \(String(format: "%.2f", p999)) µs, max \(String(format: "%.0f", max)) µs; \
         tables \(String(format: "%.0f", tableMB)) MB, process resident \(String(format: "%.0f", residentMB)) MB; \
-        rebuilds while measured: \(rebuildsWhileMeasured)
+        resizes while measured: \(resizesWhileMeasured)
         """
     }
 
