@@ -1,9 +1,4 @@
 import CSignBytes
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Testing
 @testable import SignCore
 
@@ -267,13 +262,11 @@ import Testing
         #expect(guardian.count <= model.values.filter { $0 > now }.count + 3000)  // expired ones go within a sweep cycle
     }
 
-    /// By default four shards per processor, but none smaller than 65,536 nonces of capacity
-    /// (large tables get huge pages), and from 1 to 256.
-    @Test func defaultShardCountFollowsProcessorsAndCapacity() {
-        let processors = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+    /// By default one shard per 16,384 nonces of capacity, from 1 to 256.
+    @Test func defaultShardCountFollowsCapacity() {
         #expect(InMemoryReplayGuard.defaultShardCount(capacity: 1) == 1)
-        #expect(InMemoryReplayGuard.defaultShardCount(capacity: 3 * 65_536) == min(3, 4 * processors))
-        #expect(InMemoryReplayGuard.defaultShardCount(capacity: 1 << 40) == min(256, 4 * processors))
+        #expect(InMemoryReplayGuard.defaultShardCount(capacity: 3 * 16_384 + 1) == 3)
+        #expect(InMemoryReplayGuard.defaultShardCount(capacity: 6_000_000) == 256)
     }
 
     /// A table being drained into a larger one (a resize, a few slots per record) answers as
