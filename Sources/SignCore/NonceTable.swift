@@ -168,13 +168,15 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     /// The pair in the part of the draining table not moved yet: a replay when unexpired; an
     /// expired entry is marked dead there (expiry 0), so that the drain drops it rather than
-    /// move it beside the new one if the clock should step back.
-    private func checkDraining(_ old: UnsafeMutableBufferPointer<Entry>, _ pair: InMemoryReplayGuard.HashedNonce,
-                               now: Int64) throws(SignCoreError) {
+    /// move it beside the new one if the clock should step back, and counts as dropped now
+    /// (`droppedThrough`), as a deletion would.
+    private mutating func checkDraining(_ old: UnsafeMutableBufferPointer<Entry>, _ pair: InMemoryReplayGuard.HashedNonce,
+                                        now: Int64) throws(SignCoreError) {
         var index = Self.home(hash: pair.hash, size: old.count)
         while !old[index].isEmpty {
             if index >= migrated, old[index].holds(hash: pair.hash, check: pair.check) {
                 guard old[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
+                droppedThrough = max(droppedThrough, old[index].expires)
                 old[index].expires = 0
                 return
             }
