@@ -84,14 +84,20 @@ void sc_memzero(void *p, size_t length) {
 
 /* ---- replay-guard tables ---------------------------------------------------------------- */
 
-/* The mapping starts on a 2 MiB boundary: mapped 2 MiB longer, then the unaligned head and the
-   tail past the table's last page unmapped. The kernel backs only aligned 2 MiB ranges with
-   huge pages, so an unaligned table would lose one at each end. */
+/* From 2 MiB the mapping starts on a 2 MiB boundary: mapped 2 MiB longer, then the unaligned
+   head and the tail past the table's last page unmapped. The kernel backs only aligned 2 MiB
+   ranges with huge pages, so an unaligned table would lose one at each end. A shorter table is
+   a plain mapping without the huge-page hint: next to other hinted mappings it could otherwise
+   share a huge page with them, whose first touch stalls far longer than a small page's. */
 void *sc_pages_zeroed(size_t length) {
     const size_t huge = (size_t)2 << 20;
     long page_size = sysconf(_SC_PAGESIZE);
     size_t page = page_size > 0 ? (size_t)page_size : 4096;
     if (length == 0 || length > SIZE_MAX - 2 * huge) return NULL;
+    if (length < huge) {
+        void *small = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return small == MAP_FAILED ? NULL : small;
+    }
     uint8_t *mapped = mmap(NULL, length + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapped == MAP_FAILED) return NULL;
     uint8_t *pages = (uint8_t *)(((uintptr_t)mapped + huge - 1) & ~(uintptr_t)(huge - 1));

@@ -60,7 +60,8 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     ///   lifetime your clients use (at most the verifier's `maxLifetime`) plus its skew.
     /// - Parameter maxShare: the largest fraction of `capacity` one key id may hold, in
     ///   (0, 1]. With one key shared by every client (an HMAC key, say) set it to 1.
-    /// - Parameter shardCount: independent locks and tables; by default `defaultShardCount`.
+    /// - Parameter shardCount: independent locks and tables; by default one per 16,384 nonces
+    ///   of capacity, at most 256 (`defaultShardCount`).
     /// Throws `invalidConfiguration` for a capacity below 1, a share outside (0, 1] or a shard
     /// count below 1, and `overloaded` when the first tables cannot be allocated.
     public init(capacity: Int = 6_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
@@ -86,7 +87,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     /// more verifies a second at 6.7 million nonces), but on a VM whose host backs memory only
     /// when it is first touched, each fresh 2 MiB page then stalled a record for about 4 ms
     /// while the guard filled up (README, Performance).
-    public static func defaultShardCount(capacity: Int) -> Int {
+    static func defaultShardCount(capacity: Int) -> Int {
         max(1, min(256, capacity / 16_384))
     }
 

@@ -223,6 +223,18 @@ import Testing
         #expect(bytes[0] == 1 && bytes[length - 1] == 1)
     }
 
+    /// Tables from 128 KiB to under 2 MiB are plain mappings (no huge-page hint): zeroed and
+    /// writable to their last byte, released with the same length.
+    @Test(arguments: [128 << 10, (200 << 10) + 16, (2 << 20) - 16])
+    func smallerTablesAreMapped(length: Int) throws {
+        let pages = try #require(sc_pages_zeroed(length))
+        defer { sc_pages_free(pages, length) }
+        let bytes = UnsafeMutableRawBufferPointer(start: pages, count: length)
+        #expect(bytes.allSatisfy { $0 == 0 })
+        bytes[length - 1] = 1
+        #expect(bytes[length - 1] == 1)
+    }
+
     /// A length of 0, or one the kernel cannot map, is NULL (the table's `overloaded`), never a
     /// crash or a mapping of the wrong size.
     @Test func impossibleTableLengthsAreRefused() {
@@ -277,10 +289,12 @@ import Testing
         let guardian = try InMemoryReplayGuard(capacity: 100_000, maxShare: 1, shardCount: 1)
         let early = (0..<50).map { _ in Nonce.random() }
         for nonce in early { try guardian.record(keyID: Self.key, nonce: nonce, expires: 10, now: 0) }
-        var fillers: [Nonce] = []
-        // Fill until a resize starts (the table doubles at 70 % full): the old table drains from here.
+        var fillers = (0..<1_000).map { _ in Nonce.random() }
+        for nonce in fillers { try guardian.record(keyID: Self.key, nonce: nonce, expires: 1_000, now: 0) }
+        // Then until the next resize starts (the table doubles at 70 % full): the old table,
+        // early nonces and all, drains from here.
         let resizes = guardian.shards.resizes
-        while guardian.shards.resizes == resizes || fillers.count < 1_000 {
+        while guardian.shards.resizes == resizes {
             fillers.append(.random())
             try guardian.record(keyID: Self.key, nonce: fillers[fillers.count - 1], expires: 1_000, now: 0)
         }

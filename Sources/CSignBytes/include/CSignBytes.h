@@ -192,10 +192,10 @@ static inline uint64_t sc_siphash13_3(uint64_t k0, uint64_t k1, uint64_t a, uint
 
 /* ---- replay-guard tables ---------------------------------------------------------------- */
 
-/* Zeroed memory straight from the kernel (mmap), starting on a 2 MiB boundary and asking for
-   transparent huge pages: a large nonce table is probed at random, and 2 MiB pages make those
-   probes miss the TLB far less. NULL for a length of 0 or when the kernel refuses. Release with
-   sc_pages_free and the same length. */
+/* Zeroed memory straight from the kernel (mmap), released straight back to it; from 2 MiB on,
+   starting on a 2 MiB boundary and asking for transparent huge pages: a large nonce table is
+   probed at random, and 2 MiB pages make those probes miss the TLB far less. NULL for a length
+   of 0 or when the kernel refuses. Release with sc_pages_free and the same length. */
 void *sc_pages_zeroed(size_t length);
 void sc_pages_free(void *pages, size_t length);
 
