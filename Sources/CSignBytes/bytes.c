@@ -635,6 +635,13 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output) {
     return o;
 }
 
+int sc_base64url_is_digest(const void *text, size_t n, const void *digest32) {
+    uint8_t encoded[48]; /* 43 characters, and room for whole 16-byte stores */
+    if (n != 43) return 0;
+    sc_base64url_encode(digest32, 32, encoded);
+    return sc_memcmp(text, encoded, 43) == 0;
+}
+
 /* The decimal of value ('-' first when negative, for a WToken whose fields were set by hand),
    two digits at a time from a table of "00" to "99". */
 static size_t token_put_decimal(uint8_t *out, int64_t value) {

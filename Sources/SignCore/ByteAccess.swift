@@ -68,6 +68,9 @@ func constantTimePrefixEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPo
 /// A string's UTF-8 bytes in place, with `SignCoreError` as the thrown type. Native strings
 /// are already contiguous UTF-8, so they are read where they are: no copy, and no reference
 /// count taken (the mutating `String.withUTF8` would need a copy of a borrowed string).
+/// Always inlined: called once or more per sign and verify, where a call and its closure
+/// context cost more than the work.
+@inline(__always)
 func withUTF8<R>(of string: String, _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
     func run(_ utf8: UnsafeBufferPointer<UInt8>) -> Result<R, SignCoreError> {
         do throws(SignCoreError) { return .success(try body(UnsafeRawBufferPointer(utf8))) } catch { return .failure(error) }
@@ -79,6 +82,7 @@ func withUTF8<R>(of string: String, _ body: (UnsafeRawBufferPointer) throws(Sign
 
 /// Scratch memory for one call: on the stack up to 1 KiB (every typical request), else one
 /// heap allocation, so a large hostile input cannot exhaust the stack.
+@inline(__always)
 func withScratch<R>(byteCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
     if byteCount <= 1024 {
         return try withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 16) { (raw) throws(SignCoreError) in

@@ -43,6 +43,7 @@ public enum CanonicalURL {
     /// lives only for the call: the signer's and verifier's path, with no array per request.
     /// `commonPath: false` skips the one-pass path for common URLs (`sc_url_common`), so tests can
     /// check that both paths agree.
+    @inline(__always)  // per sign and verify: a call and closure context cost more than the dispatch
     static func withCanonical<R>(_ input: UnsafeRawBufferPointer, commonPath: Bool = true,
                                  _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
         // §2.1 limits first: they bound the scratch memory.

@@ -262,7 +262,7 @@ public struct Signer: Sendable {
             target.withUnsafeBytes { digest in
                 WToken.encode(keyID: key.idBytes, created: created, lifetime: lifetime, nonce: nonce,
                               targetHint: UnsafeRawBufferPointer(rebasing: digest[..<WToken.targetHintBytes]),
-                              account: account, headers: UnsafeRawBufferPointer(names), signature: signature)
+                              account: account, headers: UnsafeRawBufferPointer(names), signature: signature, bounded: true)
             }
         }
     }

@@ -84,12 +84,14 @@ public struct WToken: Sendable, Equatable {
         self.signature = signature
     }
 
-    /// Builds the header value in one allocation (the signer's path).
+    /// Builds the header value in one allocation (the signer's path). `bounded`: the caller
+    /// knows the token fits `maxLength` (a signer checks its fields once, at its start), so
+    /// no length is computed per token.
     static func encode(keyID: UnsafeRawBufferPointer, created: Int64, lifetime: Int64, nonce: Nonce,
                        targetHint: UnsafeRawBufferPointer, account: UnsafeRawBufferPointer,
-                       headers: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> String {
-        let length = encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, target: targetHint.count,
-                                   account: account.count, headers: headers.count, signature: signature.count)
+                       headers: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer, bounded: Bool = false) -> String {
+        let length = bounded ? maxLength : encodedLength(keyID: keyID.count, created: created, lifetime: lifetime, target: targetHint.count,
+                                                        account: account.count, headers: headers.count, signature: signature.count)
         // Written on the stack, then copied into the string (see `Base64URL.encode`).
         return withUnsafeTemporaryAllocation(byteCount: length, alignment: 16) { buffer in
             withUnsafeBytes(of: nonce.words) { nonce in

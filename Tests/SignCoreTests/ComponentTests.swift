@@ -183,13 +183,20 @@ import Testing
     /// A whash header's 43 characters through the digest decoder (a constant-length block
     /// decoder) against the general one: random digests round-trip; every non-alphabet byte at
     /// every position, every last character with unused bits set, and 42 or 44 characters are
-    /// refused, the way the general decoder refuses them.
+    /// refused, the way the general decoder refuses them. The verifier's check by encoding
+    /// (`isEncoded`, `sc_base64url_is_digest`) gives the same answer on every one of them.
     @Test func digestDecoderAgreesWithTheGeneralOne() {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         func viaDigest(_ text: [UInt8]) -> [UInt8]? {
             var out = [UInt8](repeating: 0, count: 32)
             let ok = text.withUnsafeBytes { raw in out.withUnsafeMutableBytes { sc_base64url_decode_digest(raw.baseAddress, raw.count, $0.baseAddress) } }
-            return ok == 1 ? out : nil
+            let decoded = ok == 1 ? out : nil
+            // Checked against a fixed digest and against the one decoded: equal only to the latter.
+            let zero = SHA256Digest(bytes: [UInt8](repeating: 0, count: 32))!
+            let spelled = String(decoding: text, as: UTF8.self)
+            #expect(zero.isEncoded(as: spelled) == (decoded == [UInt8](repeating: 0, count: 32)))
+            if let decoded { #expect(SHA256Digest(bytes: decoded)!.isEncoded(as: spelled)) }
+            return decoded
         }
         for _ in 0..<200 {
             let digest = (0..<32).map { _ in UInt8.random(in: 0...255) }
@@ -203,11 +210,22 @@ import Testing
             }
         }
         let valid = Array(Base64URL.encode([UInt8](repeating: 0xA5, count: 32)).utf8)
+        let digest = SHA256Digest(bytes: [UInt8](repeating: 0xA5, count: 32))!
         for byte in (0...255).map(UInt8.init) where !alphabet.contains(byte) {
             for position in valid.indices {
                 var text = valid
                 text[position] = byte
                 #expect(viaDigest(text) == nil, "\(byte) at \(position)")
+                #expect(!digest.isEncoded(as: String(decoding: text, as: UTF8.self)), "\(byte) at \(position)")
+            }
+        }
+        // Every other alphabet character at every position: another digest, or no canonical one.
+        #expect(digest.isEncoded(as: String(decoding: valid, as: UTF8.self)))
+        for position in valid.indices {
+            for character in alphabet where character != valid[position] {
+                var text = valid
+                text[position] = character
+                #expect(!digest.isEncoded(as: String(decoding: text, as: UTF8.self)), "\(character) at \(position)")
             }
         }
     }

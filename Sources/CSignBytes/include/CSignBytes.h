@@ -259,6 +259,12 @@ ptrdiff_t sc_base64url_decode(const void *text, size_t n, void *output);
    the digest in out32, 0 for any other text. */
 int sc_base64url_decode_digest(const void *text, size_t n, void *out32) SC_MUST_CHECK;
 
+/* 1 when `text` is exactly the 43 characters of canonical base64url of the 32 bytes at
+   digest32, else 0; compared in constant time (the verifier's whash check: encoding the digest
+   costs less than decoding the text, and only the canonical spelling decodes, so the answer is
+   that of sc_base64url_decode_digest and a comparison of the digests). */
+int sc_base64url_is_digest(const void *text, size_t n, const void *digest32) SC_MUST_CHECK;
+
 /* Encodes base64url without padding (RFC 4648 §5) of public bytes: 12 bytes to 16 characters
    at a time with SSSE3 where the CPU has it (the last bytes as one more block), else two
    characters per table load (a 12-bit pair table; the table index is the data, so never for

@@ -25,6 +25,16 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
         self.words = words
     }
 
+    /// Whether `text` is this digest's base64url (43 characters, the canonical spelling),
+    /// compared in constant time (`sc_base64url_is_digest`): the verifier's whash check.
+    func isEncoded(as text: borrowing String) -> Bool {
+        var digest = self
+        let matches = text.utf8.withContiguousStorageIfAvailable { sent in
+            Swift.withUnsafeBytes(of: &digest.words) { sc_base64url_is_digest(sent.baseAddress, sent.count, $0.baseAddress) } == 1
+        }
+        return matches ?? (SHA256Digest(base64url: text) == self)  // a bridged, non-contiguous string
+    }
+
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try Swift.withUnsafeBytes(of: words, body)
     }
