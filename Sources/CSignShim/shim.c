@@ -193,6 +193,24 @@ void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *da
     sha256_finish(&sha256_initial, prefix, prefix_length, data, length, out32, 0);
 }
 
+int sc_sha256_common_url(const void *prefix, size_t prefix_length, const void *url, size_t n, void *scratch, void *out32) {
+    if (prefix_length > SC_COMMON_URL_PREFIX_MAX || n > 8192) return -1;
+    unsigned char *block = scratch;
+    size_t capacity = 3 * n + 24;
+    memcpy(block, prefix, prefix_length);
+    ptrdiff_t length = sc_url_common(url, n, block + prefix_length, block + prefix_length + capacity + 72);
+    if (length < 0) return -1;
+    size_t total = prefix_length + (size_t)length;
+    if (total <= SC_SHORT_BYTES && sc_sha256_short_path()) {
+        size_t padded = short_padded_length(total); /* within capacity + 72: total <= prefix + 3n + 1 */
+        memset(block + total, 0, padded - total);
+        short_compress(&sha256_initial, block, total, total, out32, 0);
+    } else {
+        sha256_finish_library(&sha256_initial, block, total, NULL, 0, out32, 0);
+    }
+    return 0;
+}
+
 /* ---- HMAC-SHA256 (RFC 2104) ------------------------------------------------------------- */
 
 void sc_hmac_key_init(sc_hmac_key *key, const void *secret, size_t secret_length) {

@@ -199,17 +199,13 @@ public struct Signer: Sendable {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
         let allowsUnsignedBody = allowsUnsignedBody
-        let digests = try withUTF8(of: url) { (raw) throws(SignCoreError) in
-            try CanonicalURL.withCanonical(raw) { (canonical) throws(SignCoreError) in
-                let bodyWHash = try Self.bodyWHash(method, content, allowsUnsignedBody: allowsUnsignedBody)
-                return SigningInput.digests(method: method, canonicalURL: canonical, bodyWHash: bodyWHash)
-            }
-        }
+        let target = try withUTF8(of: url) { (raw) throws(SignCoreError) in try SigningInput.targetDigest(method: method, url: raw) }
+        let whash = try Self.bodyWHash(method, content, allowsUnsignedBody: allowsUnsignedBody) ?? target
         var covered = SigningInput.Headers.none
         if let digest = try coveredHeadersDigest(headers) {
             covered = SigningInput.Headers(count: coveredHeaders.count, digest: digest)
         }
-        return Prepared(whash: digests.whash, target: digests.target, covered: covered, created: created, nonce: nonce)
+        return Prepared(whash: whash, target: target, covered: covered, created: created, nonce: nonce)
     }
 
     /// The signing input after the key's prefix (SPEC §4.2), handed to `body` with the account's bytes.

@@ -31,6 +31,17 @@ public enum SigningInput {
         SHA256Hasher.hash(prefix: digestHead(method).bytes, canonicalURL)
     }
 
+    /// The target digest of a request URL, canonicalised on the way (SPEC §2): in one pass for a
+    /// common URL where the backend has one (`hashCommonURL`), else canonical form first. Throws
+    /// `invalidURL` as `CanonicalURL` does.
+    @inline(__always)
+    static func targetDigest(method: RequestMethod, url: UnsafeRawBufferPointer) throws(SignCoreError) -> SHA256Digest {
+        var digest = SHA256Digest()
+        let head = digestHead(method).bytes
+        if digest.withUnsafeMutableBytes({ CryptoBackend.SHA256.hashCommonURL(prefix: head, url: url, into: $0) }) { return digest }
+        return try CanonicalURL.withCanonical(url) { targetDigest(method: method, canonicalURL: $0) }
+    }
+
     /// What a target digest hashes before the canonical URL: the whash prefix for a URL-class
     /// method (SPEC §3.2), else the target prefix (§4.2), then the method and a space. Spelled
     /// out per method so that no digest assembles them (a test checks each against its parts).
@@ -44,14 +55,6 @@ public enum SigningInput {
         case .put: "SignCore/3 target\nPUT "
         case .patch: "SignCore/3 target\nPATCH "
         }
-    }
-
-    /// The whash and the target digest of a request, hashing its canonical URL once.
-    /// `bodyWHash` is `RequestBody.whash(for: method)`: nil for a URL-class method.
-    static func digests(method: RequestMethod, canonicalURL: UnsafeRawBufferPointer,
-                        bodyWHash: SHA256Digest?) -> (whash: SHA256Digest, target: SHA256Digest) {
-        let target = targetDigest(method: method, canonicalURL: canonicalURL)
-        return (bodyWHash ?? target, target)
     }
 
     /// SHA-256(prefix || method || " " || canonical URL).

@@ -230,26 +230,24 @@ public struct Verifier: Sendable {
             let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
             let inSet = keySet.withObject { $0.keys.unretainedKey(id: id) }
             inSet?.withObject { $0.prefetchSecret() }
-            let key = try withUTF8(of: request.url) { (url) throws(SignCoreError) in
-                try CanonicalURL.withCanonical(url) { (canonical) throws(SignCoreError) in
-                    if method.contentClass == .url, !allowsUnsignedBody, !request.body.isEmpty {
-                        throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
-                    }
-                    // The key's algorithm decides how the signature is checked.
-                    let key: Unmanaged<SigningKey>
-                    if let inSet {
-                        key = inSet
-                    } else {
-                        key = try keySet.withObject { (set) throws(SignCoreError) in
-                            try lookUp(id, in: set.keys, fetched: fetched, cached: &cachedKey, missing: &missingKey)
-                        }
-                    }
-                    try key.withObject { (key) throws(SignCoreError) in
-                        parsed(key.replayTag, token.nonce)
-                        try check(token, in: tokenText, request: request, method: method, canonicalURL: canonical, now: now, key: key)
-                    }
-                    return key
+            // The URL canonicalised and hashed (the target digest of step 8; for a URL-class
+            // method also the whash of step 6).
+            let target = try withUTF8(of: request.url) { (url) throws(SignCoreError) in try SigningInput.targetDigest(method: method, url: url) }
+            if method.contentClass == .url, !allowsUnsignedBody, !request.body.isEmpty {
+                throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
+            }
+            // The key's algorithm decides how the signature is checked.
+            let key: Unmanaged<SigningKey>
+            if let inSet {
+                key = inSet
+            } else {
+                key = try keySet.withObject { (set) throws(SignCoreError) in
+                    try lookUp(id, in: set.keys, fetched: fetched, cached: &cachedKey, missing: &missingKey)
                 }
+            }
+            try key.withObject { (key) throws(SignCoreError) in
+                parsed(key.replayTag, token.nonce)
+                try check(token, in: tokenText, request: request, method: method, target: target, now: now, key: key)
             }
             if token.accountByteCount > 0 { account = token.account(in: tokenText) }
             if token.coveredCount > 0 { covered = String(decoding: token.headers(in: tokenText), as: UTF8.self) }
@@ -299,8 +297,7 @@ public struct Verifier: Sendable {
 
     /// Steps 3 (the algorithm) to 9, with the key the token names.
     private func check(_ token: TokenFields, in tokenText: UnsafeRawBufferPointer, request: ReceivedRequest,
-                       method: RequestMethod, canonicalURL canonical: UnsafeRawBufferPointer, now: Int64,
-                       key: SigningKey) throws(SignCoreError) {
+                       method: RequestMethod, target: SHA256Digest, now: Int64, key: SigningKey) throws(SignCoreError) {
         guard token.signatureByteCount == key.algorithm.signatureByteCount else {
             throw SignCoreError(.algorithmMismatch, "the signature length does not fit the key's algorithm")
         }
@@ -316,9 +313,8 @@ public struct Verifier: Sendable {
         guard now < expires else { throw SignCoreError(.expired, "the token has expired") }
 
         // 6. whash recomputed from what was received, compared with the header in constant time.
-        // (For a URL-class method the whash is also the target digest of step 8.)
-        let (whash, target) = SigningInput.digests(method: method, canonicalURL: canonical,
-                                                     bodyWHash: request.body.whash(for: method))
+        // (For a URL-class method the whash is the target digest of step 8.)
+        let whash = request.body.whash(for: method) ?? target
         if let sent = request.whash {
             guard whash.isEncoded(as: sent) else {
                 guard SHA256Digest(base64url: sent) != nil else {

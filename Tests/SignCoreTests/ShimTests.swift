@@ -34,6 +34,50 @@ import Testing
         #expect(out.hex == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
+    /// Issue 11: the one-pass digest of a common URL (`sc_sha256_common_url`, the canonical form
+    /// hashed where it is written, padded in place) equals SHA-256(prefix || canonical form) on
+    /// both SHA-256 paths, for every method's prefix and canonical lengths across the padding
+    /// boundaries and past the short path's 512 bytes; it declines exactly the URLs that
+    /// `sc_url_common` leaves to the general path.
+    @Test func commonURLDigestHashesTheCanonicalForm() {
+        let chosen = sc_sha256_short_path()
+        defer { sc_sha256_set_short_path(chosen) }
+        var urls = ["https://h", "http://h?a=1", "https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9",
+                    "https://h/a+b?q=a+b", "https://h/%c3%a9?b=%2f&a=%41", "https://h/./x", "https://h:8443/", "ftp://h/", "https://"]
+        for length in 1...600 { urls.append("https://h/" + String(repeating: "a", count: length)) }
+        for pairs in 1...17 { urls.append("https://h/?" + (0..<pairs).map { "k\(pairs - $0)=v" }.joined(separator: "&")) }
+        func digests() -> [String] {
+            var results: [String] = []
+            for url in urls {
+                for method in RequestMethod.allCases {
+                    let head = SigningInput.digestHead(method).bytes
+                    Array(url.utf8).withUnsafeBytes { raw in
+                        var digest = [UInt8](repeating: 0, count: 32)
+                        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: sc_common_url_scratch(raw.count), alignment: 16)
+                        defer { scratch.deallocate() }
+                        let status = sc_sha256_common_url(head.baseAddress, head.count, raw.baseAddress, raw.count, scratch.baseAddress, &digest)
+                        let canonical = CanonicalURLTests.viaCommonPath(url)
+                        #expect((status == 0) == (canonical != nil), "\(url)")
+                        if let canonical {
+                            var expected = [UInt8](repeating: 0, count: 32)
+                            Array(canonical.utf8).withUnsafeBytes { sc_sha256_prefixed(head.baseAddress, head.count, $0.baseAddress, $0.count, &expected) }
+                            #expect(digest == expected, "\(url)")
+                        }
+                        results.append(status == 0 ? Base64URL.encode(digest) : "declined")
+                    }
+                }
+            }
+            return results
+        }
+        sc_sha256_set_short_path(1)
+        let short = digests()
+        sc_sha256_set_short_path(0)
+        #expect(digests() == short)
+        // Declined: %41 (an escaped unreserved byte), a dot segment, a port, another scheme, no
+        // host, 17 pairs: six URLs, under every method.
+        #expect(short.filter { $0 == "declined" }.count == 6 * RequestMethod.allCases.count)
+    }
+
     /// Issue 11: the short-message path (own padding, then the block function) and the
     /// library's SHA256_Update/SHA256_Final give the same digests and HMAC tags, for every
     /// message length around the padding boundaries and past the 512-byte switch, after

@@ -54,6 +54,15 @@ void sc_sha256_set_short_path(int enabled);
 /* SHA-256(prefix || data) in one call: the digests of SPEC §3.2 and §4.2 over a canonical URL. */
 void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32);
 
+/* SHA-256(prefix || canonical URL) of a common URL (sc_url_common, SPEC §2) in one pass: the
+   canonical form is written right after the prefix and hashed where it lies, its padding added in
+   place. 0 with the digest in out32, -1 when the URL is not common (or the prefix longer than
+   SC_COMMON_URL_PREFIX_MAX), which the caller then canonicalises by the general path. `scratch`:
+   sc_common_url_scratch(n) bytes. The digests of SPEC §3.2 and §4.2 of a request URL. */
+#define SC_COMMON_URL_PREFIX_MAX 32
+static inline size_t sc_common_url_scratch(size_t n) { return 2 * (3 * n + 24) + SC_COMMON_URL_PREFIX_MAX + 72; }
+int sc_sha256_common_url(const void *prefix, size_t prefix_length, const void *url, size_t n, void *scratch, void *out32) SC_MUST_CHECK;
+
 /* ---- HMAC-SHA256 with the key schedule prepared once --------------------------------- */
 
 /* Inner and outer SHA-256 states after the padded key block; zero it with sc_memzero. */

@@ -53,6 +53,11 @@ protocol SHA256Backend: Sendable {
     mutating func finalize(into digest: UnsafeMutableRawBufferPointer)
     /// SHA-256(prefix || data) in one call (SPEC §3.2, §4.2: the digests over a canonical URL).
     static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer)
+    /// SHA-256(prefix || canonical URL) of a common URL (`sc_url_common`) in one pass, where the
+    /// backend has one: true with the digest written. False when the URL is not common or the
+    /// backend canonicalises first; the caller then takes `CanonicalURL.withCanonical`.
+    static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
+                              into digest: UnsafeMutableRawBufferPointer) -> Bool
 }
 
 /// An HMAC-SHA256 key (RFC 2104) with its key schedule prepared once, and the inner state after

@@ -45,6 +45,16 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) {
             sc_sha256_prefixed(prefix.baseAddress, prefix.count, data.baseAddress, data.count, digest.baseAddress)
         }
+
+        /// `sc_sha256_common_url`: the canonical form hashed where it is written, no copy.
+        static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
+                                  into digest: UnsafeMutableRawBufferPointer) -> Bool {
+            guard url.count <= CanonicalURL.maxInputBytes else { return false }  // bounds the scratch
+            let scratch = sc_common_url_scratch(url.count)
+            return (try? withScratch(byteCount: scratch) { (scratch) throws(SignCoreError) in
+                sc_sha256_common_url(prefix.baseAddress, prefix.count, url.baseAddress, url.count, scratch.baseAddress, digest.baseAddress) == 0
+            }) == true
+        }
     }
 
     /// One buffer: `sc_hmac_key` (inner and outer states after the padded key), the inner state

@@ -65,6 +65,9 @@ enum SwiftCrypto: CryptoBackendProtocol {
             hasher.update(data)
             hasher.finalize(into: digest)
         }
+
+        static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
+                                  into digest: UnsafeMutableRawBufferPointer) -> Bool { false }
     }
 
     /// HMAC (RFC 2104) from SHA-256 states prepared once: after the key XOR ipad block, after that
