@@ -84,6 +84,7 @@ static const uint8_t hex_digits[256] = {
 /* "%XX" at in[j] that decodes to a reserved byte: the canonical form keeps it escaped, with
    upper-case digits (written to out). An escaped unreserved byte (or a bad escape) is left to
    the general path, which decodes it (or reports it). */
+__attribute__((always_inline))
 static inline int reserved_escape(const uint8_t *in, size_t n, size_t j, uint8_t *out) {
     if (j + 2 >= n) return 0;
     unsigned high = hex_digits[in[j + 1]] - 1u, low = hex_digits[in[j + 2]] - 1u; /* not a digit: above 15 */
@@ -144,14 +145,45 @@ static inline int spell_plus(const uint8_t *in, size_t n, size_t j, uint8_t *out
     return 1;
 }
 
-enum { IN_HOST, IN_PATH, IN_QUERY };
-
 typedef uint32_t (*reserved_finder)(const uint8_t *p);
 
-/* sc_url_common finding reserved bytes by `find_reserved` (reserved_mask16 or its SSSE3 form):
-   inlined into one function per finder. */
+/* The reserved bytes of an input in order, found 16 at a time by `find` (reserved_mask16 or its
+   SSSE3 form): `mask` holds those of the block at `block` not yet taken. The last block overlaps
+   the one before (its lanes already seen shifted out), and an input under 16 bytes is read
+   through a padded copy. */
+typedef struct {
+    const uint8_t *in;
+    size_t n, block;
+    uint32_t mask;
+} reserved_cursor;
+
 __attribute__((always_inline))
-static inline ptrdiff_t url_common(const void *input, size_t n, void *output, void *spare, reserved_finder find_reserved) {
+static inline uint32_t block_mask(const uint8_t *in, size_t n, size_t block, reserved_finder find) {
+    if (block + 16 <= n) return find(in + block);
+    if (n >= 16) return find(in + n - 16) >> (16 - (n - block));
+    uint8_t padded[16] = {0};
+    memcpy(padded, in + block, n - block);
+    return find(padded) & ((1u << (n - block)) - 1);
+}
+
+/* Where the next reserved byte is, or n when none is left. */
+__attribute__((always_inline))
+static inline size_t next_reserved(reserved_cursor *cursor, reserved_finder find) {
+    while (cursor->mask == 0) {
+        cursor->block += 16;
+        if (cursor->block >= cursor->n) return cursor->n;
+        cursor->mask = block_mask(cursor->in, cursor->n, cursor->block, find);
+    }
+    size_t j = cursor->block + (size_t)__builtin_ctz(cursor->mask);
+    cursor->mask &= cursor->mask - 1;
+    return j;
+}
+
+/* sc_url_common finding reserved bytes by `find`: inlined into one function per finder. The
+   host, the path and the query each have a loop of their own over their reserved bytes, so
+   each byte is decided by the few cases of its part. */
+__attribute__((always_inline))
+static inline ptrdiff_t url_common(const void *input, size_t n, void *output, void *spare, reserved_finder find) {
     const uint8_t *in = input;
     uint8_t *out = output;
     /* The scheme exactly as it is written canonically: "https://" or "http://" and a host byte. */
@@ -165,88 +197,70 @@ static inline ptrdiff_t url_common(const void *input, size_t n, void *output, vo
         return -1;
     }
     memcpy(out, in, n);
-    size_t delta = 0; /* out[j + delta] is where in[j] went: each '+' adds 2, an empty path 1 */
-    int state = IN_HOST;
-    sc_url_pair pairs[SC_URL_COMMON_MAX_PAIRS];
-    int pair_count = 0;
-    int32_t pair_start = 0, key_end = -1;
+    reserved_cursor cursor = {in, n, host_start, block_mask(in, n, host_start, find)};
 
-    /* Every reserved byte in order, found 16 at a time; the last block overlaps the one before
-       (its lanes already seen shifted out), and a URL under 16 bytes is copied to a padded block. */
-    for (size_t block = host_start; block < n; block += 16) {
-        uint32_t mask;
-        if (block + 16 <= n) {
-            mask = find_reserved(in + block);
-        } else if (n >= 16) {
-            mask = find_reserved(in + n - 16) >> (16 - (n - block));
-        } else {
-            uint8_t padded[16] = {0};
-            memcpy(padded, in + block, n - block);
-            mask = find_reserved(padded) & ((1u << (n - block)) - 1);
-        }
-        for (; mask != 0; mask &= mask - 1) {
-            size_t j = block + (size_t)__builtin_ctz(mask);
-            uint8_t c = in[j];
-            if (state == IN_HOST) {
-                /* A host of unreserved bytes (upper case folded below), then the path or query;
-                   a port, userinfo or IPv6 literal is not common. */
-                size_t host_length = j - host_start;
-                if (host_length == 0 || host_length > 255 || (c != '/' && c != '?')) return -1;
-                fold_host(out, host_start, j);
-                state = IN_PATH;
-                if (c == '?') { /* no path: "/" */
-                    memcpy(out + j + 1, in + j, n - j);
-                    out[j] = '/';
-                    delta = 1;
-                }
-            }
-            if (state == IN_PATH) {
-                if (c == '/') {
-                    if (j + 1 < n && in[j + 1] == '.') return -1; /* maybe a dot segment */
-                } else if (c == '%') {
-                    if (!reserved_escape(in, n, j, out + j + delta)) return -1;
-                } else if (c == '+') { /* a literal '+' in the path */
-                    if (!spell_plus(in, n, j, out, &delta, "%2B")) return -1;
-                } else if (c == '?') {
-                    if (j + 1 == n) return (ptrdiff_t)(j + delta); /* "?" alone: no query */
-                    state = IN_QUERY;
-                    pair_start = (int32_t)(j + delta + 1);
-                } else {
-                    return -1;
-                }
-                continue;
-            }
-            /* The query: '&'-separated pairs with exactly one '=' each. */
-            if (c == '=') {
-                if (key_end >= 0) return -1; /* a second '=' is data: %3D */
-                key_end = (int32_t)(j + delta);
-            } else if (c == '&') {
-                /* "a" becomes "a=", an empty piece is dropped: both for the general path */
-                if (key_end < 0 || j + 1 == n || pair_count == SC_URL_COMMON_MAX_PAIRS) return -1;
-                pairs[pair_count++] = (sc_url_pair){pair_start, key_end, (int32_t)(j + delta)};
-                pair_start = (int32_t)(j + delta + 1);
-                key_end = -1;
-            } else if (c == '%') {
-                if (!reserved_escape(in, n, j, out + j + delta)) return -1;
-            } else if (c == '+') { /* a space in the query */
-                if (!spell_plus(in, n, j, out, &delta, "%20")) return -1;
-            } else {
-                return -1;
-            }
-        }
-    }
-    size_t length = n + delta;
-    if (state == IN_HOST) { /* the whole rest is the host: an empty path, "/" */
-        if (n - host_start > 255) return -1;
-        fold_host(out, host_start, n);
+    /* The host: 1-255 unreserved bytes (upper case folded), then the path or the query; a port,
+       userinfo or IPv6 literal is not common. The whole rest a host: an empty path, "/". */
+    size_t j = next_reserved(&cursor, find);
+    if (j == host_start || j - host_start > 255) return -1;
+    fold_host(out, host_start, j);
+    if (j == n) {
         out[n] = '/';
         return (ptrdiff_t)(n + 1);
     }
-    if (state == IN_QUERY) {
-        if (key_end < 0 || pair_count == SC_URL_COMMON_MAX_PAIRS) return -1;
-        pairs[pair_count++] = (sc_url_pair){pair_start, key_end, (int32_t)length};
-        sort_pairs(out, (size_t)pairs[0].start, length, pairs, pair_count, spare);
+    uint8_t c = in[j];
+    size_t delta = 0; /* out[j + delta] is where in[j] went: each '+' adds 2, an empty path 1 */
+    if (c == '?') { /* no path: "/" */
+        memcpy(out + j + 1, in + j, n - j);
+        out[j] = '/';
+        delta = 1;
+    } else if (c != '/') {
+        return -1;
     }
+
+    /* The path: '/' (never before a dot: maybe a dot segment), escapes, '+', up to '?'. */
+    for (; c != '?'; c = in[j]) {
+        if (c == '/') {
+            if (j + 1 < n && in[j + 1] == '.') return -1;
+        } else if (c == '%') {
+            if (!reserved_escape(in, n, j, out + j + delta)) return -1;
+        } else if (c == '+') { /* a literal '+' in the path */
+            if (!spell_plus(in, n, j, out, &delta, "%2B")) return -1;
+        } else {
+            return -1;
+        }
+        j = next_reserved(&cursor, find);
+        if (j == n) return (ptrdiff_t)(n + delta);
+    }
+    if (j + 1 == n) return (ptrdiff_t)(j + delta); /* "?" alone: no query */
+
+    /* The query: '&'-separated pairs with exactly one '=' each. */
+    sc_url_pair pairs[SC_URL_COMMON_MAX_PAIRS];
+    int pair_count = 0;
+    int32_t pair_start = (int32_t)(j + delta + 1), key_end = -1;
+    while ((j = next_reserved(&cursor, find)) < n) {
+        c = in[j];
+        if (c == '=') {
+            if (key_end >= 0) return -1; /* a second '=' is data: %3D */
+            key_end = (int32_t)(j + delta);
+        } else if (c == '&') {
+            /* "a" becomes "a=", an empty piece is dropped: both for the general path */
+            if (key_end < 0 || j + 1 == n || pair_count == SC_URL_COMMON_MAX_PAIRS) return -1;
+            pairs[pair_count++] = (sc_url_pair){pair_start, key_end, (int32_t)(j + delta)};
+            pair_start = (int32_t)(j + delta + 1);
+            key_end = -1;
+        } else if (c == '%') {
+            if (!reserved_escape(in, n, j, out + j + delta)) return -1;
+        } else if (c == '+') { /* a space in the query */
+            if (!spell_plus(in, n, j, out, &delta, "%20")) return -1;
+        } else {
+            return -1;
+        }
+    }
+    size_t length = n + delta;
+    if (key_end < 0 || pair_count == SC_URL_COMMON_MAX_PAIRS) return -1;
+    pairs[pair_count++] = (sc_url_pair){pair_start, key_end, (int32_t)length};
+    sort_pairs(out, (size_t)pairs[0].start, length, pairs, pair_count, spare);
     return (ptrdiff_t)length;
 }
 
