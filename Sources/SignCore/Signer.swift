@@ -128,6 +128,7 @@ public struct Signer: Sendable {
     /// The body's whash for a body-class method; nil for a URL-class method, whose body must be
     /// empty unless `allowsUnsignedBody` (SPEC §3.2). Static, so that the closure calling it on
     /// the hot path captures a Bool, not a copy of the whole signer.
+    @inline(__always)
     private static func bodyWHash(_ method: RequestMethod, _ content: Content, allowsUnsignedBody: Bool) throws(SignCoreError) -> SHA256Digest? {
         let isEmpty: Bool
         switch content {
@@ -202,7 +203,7 @@ public struct Signer: Sendable {
         let target = try withUTF8(of: url) { (raw) throws(SignCoreError) in try SigningInput.targetDigest(method: method, url: raw) }
         let whash = try Self.bodyWHash(method, content, allowsUnsignedBody: allowsUnsignedBody) ?? target
         var covered = SigningInput.Headers.none
-        if let digest = try coveredHeadersDigest(headers) {
+        if !coveredHeaders.isEmpty, let digest = try coveredHeadersDigest(headers) {
             covered = SigningInput.Headers(count: coveredHeaders.count, digest: digest)
         }
         return Prepared(whash: whash, target: target, covered: covered, created: created, nonce: nonce)

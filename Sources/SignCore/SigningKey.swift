@@ -253,6 +253,7 @@ public final class SigningKey: @unchecked Sendable {
     /// Signs the signing input made of this key's prefix and `rest` (SPEC §4.2). An HMAC key
     /// hashes the rest from the values themselves; any other key signs the whole input, written
     /// out in stack memory.
+    @inline(__always)
     func sign(rest: inout sc_signing_input_rest, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
         guard let hmacKey else {
             return try withSigningInput(rest) { (input) throws(SignCoreError) in try sign(input, into: signature) }

@@ -32,7 +32,7 @@ void sc_use_ssse3(int enabled);
 
 /* Copies up to 16 bytes with at most two overlapping 8- or 4-byte moves instead of a call
    (more go to memcpy): a query pair, the last bytes of a decoded field. */
-static inline void sc_copy_small(uint8_t *to, const uint8_t *from, size_t length) {
+__attribute__((always_inline)) static inline void sc_copy_small(uint8_t *to, const uint8_t *from, size_t length) {
     if (length >= 8 && length <= 16) {
         uint64_t head, tail;
         __builtin_memcpy(&head, from, 8);

@@ -50,10 +50,15 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
                                   into digest: UnsafeMutableRawBufferPointer) -> Bool {
             guard url.count <= CanonicalURL.maxInputBytes else { return false }  // bounds the scratch
-            let scratch = sc_common_url_scratch(url.count)
-            return (try? withScratch(byteCount: scratch) { (scratch) throws(SignCoreError) in
-                sc_sha256_common_url(prefix.baseAddress, prefix.count, url.baseAddress, url.count, scratch.baseAddress, digest.baseAddress) == 0
-            }) == true
+            func hash(_ scratch: UnsafeMutableRawPointer?) -> Bool {
+                sc_sha256_common_url(prefix.baseAddress, prefix.count, url.baseAddress, url.count, scratch, digest.baseAddress) == 0
+            }
+            // On the stack up to 1 KiB (every typical URL), as `withScratch` does.
+            let byteCount = sc_common_url_scratch(url.count)
+            if byteCount <= 1024 { return withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 16) { hash($0.baseAddress) } }
+            let heap = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 16)
+            defer { heap.deallocate() }
+            return hash(heap)
         }
     }
 
