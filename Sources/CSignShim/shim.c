@@ -269,6 +269,24 @@ void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, 
     sc_hmac_sha256_continue(key, &key->inner, message, length, out32);
 }
 
+/* ---- An HS256 request signed in one pass (SPEC §4) ------------------------------------------ */
+
+ptrdiff_t sc_hs256_sign_common(const sc_hmac_key *key, const sc_sha256_state *inner, const void *prefix, size_t prefix_length,
+                               int url_class, const void *url, size_t n, void *scratch, sc_signing_input_rest *rest,
+                               sc_token_parts *parts, void *whash43, void *token) {
+    if (sc_sha256_common_url(prefix, prefix_length, url, n, scratch, rest->target) != 0) return -1;
+    if (url_class) memcpy(rest->whash, rest->target, 32);
+    uint64_t signature[4];
+    sc_hmac_sha256_signing_input(key, inner, rest, signature);
+    parts->nonce = rest->nonce;
+    parts->target = rest->target;
+    parts->target_length = 6;
+    parts->signature = signature;
+    parts->signature_length = 32;
+    sc_base64url_encode(rest->whash, 32, whash43);
+    return (ptrdiff_t)sc_token_encode(parts, token);
+}
+
 /* ---- Ed25519 ---------------------------------------------------------------------------- */
 
 int sc_ed25519_keypair_from_seed(const void *seed32, void *public32, void *secret64) {

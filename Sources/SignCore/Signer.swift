@@ -158,10 +158,66 @@ public struct Signer: Sendable {
     /// signature → token. Everything before the two header strings happens in stack memory.
     private func sign(method: RequestMethod, url: String, content: Content, headers: [HeaderField],
                       created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
+        var content = content
+        if let signed = signInOnePass(method: method, url: url, content: &content, created: created, nonce: nonce) { return signed }
         let request = try prepare(method: method, url: url, content: content, headers: headers, created: created, nonce: nonce)
         return SignedHeaders(whash: request.whash.description,
                              wtoken: try token(whash: request.whash, target: request.target, headers: request.covered,
                                                created: created, nonce: nonce))
+    }
+
+    /// SPEC §4 in one pass (`SigningKey.signCommonURL`) for the usual request: an HMAC key, no
+    /// covered headers, a creation time in range, a common URL, no body on a URL-class method.
+    /// Nil for any other, which the general path signs (and refuses in step order); a body
+    /// hashed here is handed on to it in `content`, so it is never hashed twice.
+    @inline(__always)
+    private func signInOnePass(method: RequestMethod, url: String, content: inout Content, created: Int64, nonce: Nonce) -> SignedHeaders? {
+        guard key.signsInOnePass, coveredHeaders.isEmpty, (0...WToken.maxCreated).contains(created) else { return nil }
+        var rest = sc_signing_input_rest()
+        switch (method.contentClass, content) {
+        case (.body, .bytes(let body)):
+            let whash = WHash.ofBody(body)
+            content = .whash(whash)
+            rest.whash = whash.words
+        case (.body, .whash(let whash)):
+            rest.whash = whash.words
+        case (.url, .bytes(let body)) where body.isEmpty:
+            break
+        case (.url, .whash(let whash)) where whash == WHash.ofEmptyBody:
+            break
+        default:
+            return nil  // a body on a URL-class method: allowed unsigned or refused, by the general path
+        }
+        rest.created = created
+        rest.lifetime = lifetime
+        rest.nonce = nonce.words
+        let (key, lifetime) = (key, lifetime)
+        let signed = account.utf8.withContiguousStorageIfAvailable { account in
+            url.utf8.withContiguousStorageIfAvailable { url -> SignedHeaders? in
+                rest.account = UnsafeRawPointer(account.baseAddress)
+                rest.account_length = account.count
+                var parts = sc_token_parts()
+                parts.key_id = key.idBytes.baseAddress
+                parts.key_id_length = key.idBytes.count
+                parts.created = created
+                parts.lifetime = lifetime
+                parts.account = UnsafeRawPointer(account.baseAddress)
+                parts.account_length = account.count
+                // The token, bounded by `init` (1 KiB: on the stack), and the whash's 43 characters.
+                var whash: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+                return withUnsafeTemporaryAllocation(byteCount: WToken.maxLength, alignment: 16) { token -> SignedHeaders? in
+                    withUnsafeMutableBytes(of: &whash) { whash -> SignedHeaders? in
+                        guard let text = token.baseAddress, let digest = whash.baseAddress,
+                              let count = key.signCommonURL(prefix: SigningInput.digestHead(method).bytes, urlClass: method.contentClass == .url,
+                                                            url: UnsafeRawBufferPointer(url), rest: &rest, parts: &parts,
+                                                            whash: digest, token: text) else { return nil }
+                        return SignedHeaders(whash: String(decoding: UnsafeRawBufferPointer(start: digest, count: 43), as: UTF8.self),
+                                             wtoken: String(decoding: UnsafeRawBufferPointer(start: text, count: count), as: UTF8.self))
+                    }
+                }
+            }
+        }
+        return signed.flatMap { $0 }.flatMap { $0 }  // nil too where a string is not contiguous UTF-8 (bridged)
     }
 
     /// A request's digests and token fields, before its signature (SPEC §4.1-4.3).

@@ -42,6 +42,17 @@ public final class SigningKey: @unchecked Sendable {
     /// canonicalised and hashed, not when the MAC needs them.
     func prefetchSecret() { hmacKey?.prefetch() }
 
+    /// Whether `signCommonURL` can sign with this key (an HMAC key).
+    var signsInOnePass: Bool { hmacKey != nil }
+
+    /// SPEC §4 in one pass for a common URL (`HMACKeyBackend.signCommonURL`): nil when this is
+    /// not an HMAC key, the URL is not common or the backend has no such pass.
+    @inline(__always)
+    func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer, rest: inout sc_signing_input_rest,
+                       parts: inout sc_token_parts, whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
+        hmacKey?.signCommonURL(prefix: prefix, urlClass: urlClass, url: url, rest: &rest, parts: &parts, whash: whash, token: token)
+    }
+
     private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer? = nil,
                  ed25519Key: CryptoBackend.Ed25519PrivateKey? = nil, p256Key: CryptoBackend.P256Key? = nil,
                  externalSigner: (any ExternalSigner)? = nil) {

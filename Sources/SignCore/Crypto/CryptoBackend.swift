@@ -71,6 +71,12 @@ protocol HMACKeyBackend: Sendable {
     func authenticate(afterPrefix rest: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
     /// HMAC(secret, signingInputPrefix || the bytes `sc_signing_input_rest_write` makes of `rest`).
     func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer)
+    /// SPEC §4 in one pass for a common URL (`sc_hs256_sign_common`), where the backend has it:
+    /// the token's length, with the whash's 43 characters at `whash` and the token at `token`;
+    /// nil when the URL is not common or the backend has no such pass (the signer's general path).
+    func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
+                       rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
+                       whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?
     /// The secret as given, for export (JWK `k`).
     var secret: [UInt8] { get }
     /// Starts loading the prepared states into the cache (a large key set: SigningKey.prefetchSecret).

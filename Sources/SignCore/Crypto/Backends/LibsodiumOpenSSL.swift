@@ -49,16 +49,9 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         /// `sc_sha256_common_url`: the canonical form hashed where it is written, no copy.
         static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
                                   into digest: UnsafeMutableRawBufferPointer) -> Bool {
-            guard url.count <= CanonicalURL.maxInputBytes else { return false }  // bounds the scratch
-            func hash(_ scratch: UnsafeMutableRawPointer?) -> Bool {
+            withCommonURLScratch(url) { scratch in
                 sc_sha256_common_url(prefix.baseAddress, prefix.count, url.baseAddress, url.count, scratch, digest.baseAddress) == 0
-            }
-            // On the stack up to 1 KiB (every typical URL), as `withScratch` does.
-            let byteCount = sc_common_url_scratch(url.count)
-            if byteCount <= 1024 { return withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 16) { hash($0.baseAddress) } }
-            let heap = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 16)
-            defer { heap.deallocate() }
-            return hash(heap)
+            } ?? false
         }
     }
 
@@ -95,6 +88,17 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 
         func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer) {
             sc_hmac_sha256_signing_input(key, prefixedInner, rest, tag.baseAddress)
+        }
+
+        func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
+                           rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
+                           whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
+            let count = withCommonURLScratch(url) { scratch in
+                sc_hs256_sign_common(key, prefixedInner, prefix.baseAddress, prefix.count, urlClass ? 1 : 0, url.baseAddress, url.count,
+                                     scratch, &rest, &parts, whash, token)
+            }
+            guard let count, count >= 0 else { return nil }
+            return count
         }
 
         var secret: [UInt8] { Array(UnsafeRawBufferPointer(start: base + Self.statesSize, count: byteCount - Self.statesSize)) }
@@ -195,5 +199,17 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
             }
         }
     }
+}
+/// The scratch memory of the shim's one-pass URL digest (`sc_common_url_scratch`): on the stack
+/// up to 1 KiB (every typical URL), as `withScratch` gives; nil for a URL longer than any URL
+/// SignCore accepts (the general path then reports it).
+@inline(__always)
+private func withCommonURLScratch<R>(_ url: UnsafeRawBufferPointer, _ body: (UnsafeMutableRawPointer?) -> R) -> R? {
+    guard url.count <= CanonicalURL.maxInputBytes else { return nil }
+    let byteCount = sc_common_url_scratch(url.count)
+    if byteCount <= 1024 { return withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 16) { body($0.baseAddress) } }
+    let heap = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 16)
+    defer { heap.deallocate() }
+    return body(heap)
 }
 #endif

@@ -123,6 +123,10 @@ enum SwiftCrypto: CryptoBackendProtocol {
             finish(hasher, into: tag)
         }
 
+        func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
+                           rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
+                           whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? { nil }
+
         func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer) {
             withUnsafeTemporaryAllocation(byteCount: Int(SC_SIGNING_INPUT_REST_MAX), alignment: 16) { scratch in
                 let count = sc_signing_input_rest_write(rest, scratch.baseAddress)
