@@ -665,8 +665,12 @@ static size_t token_put_decimal(uint8_t *out, int64_t value) {
     return sign + digits;
 }
 
-size_t sc_token_encode(const sc_token_parts *parts, void *output) {
-    uint8_t *out = output;
+/* The token's fields in order, their base64url by `encode` (sc_base64url_encode, or the SSSE3
+   encoder inlined with the fixed lengths of the nonce, target hint and signature). */
+typedef size_t (*field_encoder)(const uint8_t *in, size_t n, uint8_t *out);
+
+__attribute__((always_inline))
+static inline size_t token_encode(const sc_token_parts *parts, uint8_t *out, field_encoder encode) {
     size_t o = 0;
     memcpy(out, "v3.", 3);
     o = 3;
@@ -677,15 +681,33 @@ size_t sc_token_encode(const sc_token_parts *parts, void *output) {
     out[o++] = '.';
     o += token_put_decimal(out + o, parts->lifetime);
     out[o++] = '.';
-    o += sc_base64url_encode(parts->nonce, 16, out + o);
+    o += encode(parts->nonce, 16, out + o);
     out[o++] = '.';
-    o += sc_base64url_encode(parts->target, parts->target_length, out + o);
+    o += parts->target_length == 6 ? encode(parts->target, 6, out + o) : encode(parts->target, parts->target_length, out + o);
     out[o++] = '.';
-    if (parts->account_length > 0) o += sc_base64url_encode(parts->account, parts->account_length, out + o);
+    if (parts->account_length > 0) o += encode(parts->account, parts->account_length, out + o);
     out[o++] = '.';
     if (parts->headers_length > 0) memcpy(out + o, parts->headers, parts->headers_length);
     o += parts->headers_length;
     out[o++] = '.';
-    o += sc_base64url_encode(parts->signature, parts->signature_length, out + o);
+    switch (parts->signature_length) {
+    case 32: o += encode(parts->signature, 32, out + o); break;
+    case 64: o += encode(parts->signature, 64, out + o); break;
+    default: o += encode(parts->signature, parts->signature_length, out + o);
+    }
     return o;
+}
+
+static size_t encode_portable(const uint8_t *in, size_t n, uint8_t *out) { return sc_base64url_encode(in, n, out); }
+
+#if defined(__x86_64__)
+__attribute__((target("ssse3")))
+static size_t token_encode_ssse3(const sc_token_parts *parts, uint8_t *out) { return token_encode(parts, out, encode_ssse3); }
+#endif
+
+size_t sc_token_encode(const sc_token_parts *parts, void *output) {
+#if defined(__x86_64__)
+    if (sc_has_ssse3()) return token_encode_ssse3(parts, output);
+#endif
+    return token_encode(parts, output, encode_portable);
 }
