@@ -173,14 +173,13 @@ public struct Signer: Sendable {
     @inline(__always)
     private func signInOnePass(method: RequestMethod, url: String, content: inout Content, created: Int64, nonce: Nonce) -> SignedHeaders? {
         guard key.signsInOnePass, coveredHeaders.isEmpty, (0...WToken.maxCreated).contains(created) else { return nil }
-        var rest = sc_signing_input_rest()
+        var bodyWHash = SHA256Digest()  // a URL-class method's whash is its target digest, set in C
         switch (method.contentClass, content) {
         case (.body, .bytes(let body)):
-            let whash = WHash.ofBody(body)
-            content = .whash(whash)
-            rest.whash = whash.words
+            bodyWHash = WHash.ofBody(body)
+            content = .whash(bodyWHash)
         case (.body, .whash(let whash)):
-            rest.whash = whash.words
+            bodyWHash = whash
         case (.url, .bytes(let body)) where body.isEmpty:
             break
         case (.url, .whash(let whash)) where whash == WHash.ofEmptyBody:
@@ -188,21 +187,16 @@ public struct Signer: Sendable {
         default:
             return nil  // a body on a URL-class method: allowed unsigned or refused, by the general path
         }
-        rest.created = created
-        rest.lifetime = lifetime
-        rest.nonce = nonce.words
         let (key, lifetime) = (key, lifetime)
         let signed = account.utf8.withContiguousStorageIfAvailable { account in
             url.utf8.withContiguousStorageIfAvailable { url -> SignedHeaders? in
-                rest.account = UnsafeRawPointer(account.baseAddress)
-                rest.account_length = account.count
-                var parts = sc_token_parts()
-                parts.key_id = key.idBytes.baseAddress
-                parts.key_id_length = key.idBytes.count
-                parts.created = created
-                parts.lifetime = lifetime
-                parts.account = UnsafeRawPointer(account.baseAddress)
-                parts.account_length = account.count
+                var rest = sc_signing_input_rest(target: (0, 0, 0, 0), whash: bodyWHash.words, created: created, lifetime: lifetime,
+                                                 nonce: nonce.words, account: account.baseAddress, account_length: account.count,
+                                                 headers_count: 0, headers_digest: (0, 0, 0, 0))
+                var parts = sc_token_parts(key_id: key.idBytes.baseAddress, key_id_length: key.idBytes.count, created: created,
+                                           lifetime: lifetime, nonce: nil, target: nil, target_length: 0, account: account.baseAddress,
+                                           account_length: account.count, headers: nil, headers_length: 0, signature: nil,
+                                           signature_length: 0)
                 // The token, bounded by `init` (1 KiB: on the stack), and the whash's 43 characters.
                 var whash: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
                 return withUnsafeTemporaryAllocation(byteCount: WToken.maxLength, alignment: 16) { token -> SignedHeaders? in
