@@ -212,18 +212,24 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// smaller table cannot be allocated, the table stays as it is: shrinking never fails a record).
     private mutating func sweepSome(now: Int64) {
         guard used > 0 else { return }
+        // The cursor and the table in locals (a deletion moves entries, never the table), the
+        // cursor stored back once: the steps read only the slots.
+        let table = slots
+        var index = cursor
         for _ in 0..<Self.sweepPerRecord {
-            if !slots[cursor].isEmpty, slots[cursor].expires <= now {
-                delete(at: cursor)
+            let entry = table[index]
+            if !entry.isEmpty, entry.expires <= now {
+                delete(at: index)
             } else {
-                cursor += 1
-                if cursor == slots.count {
+                index &+= 1
+                if index == table.count {
                     cursor = 0
                     if 8 * used < slots.count, slots.count > Self.minimumSize, draining == nil { try? resize(now: now) }
                     return
                 }
             }
         }
+        cursor = index
     }
 
     /// Deletes every expired entry (a full pass, a draining table emptied first; at most once per `now`).
@@ -241,21 +247,22 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// back into the hole unless that would put it before its home slot (Knuth's algorithm R).
     private mutating func delete(at index: Int) {
         drop(slots[index])
-        let count = slots.count
+        let table = slots, count = table.count
         var hole = index, next = index
-        while true {
-            next = next + 1 == count ? 0 : next + 1
-            if slots[next].isEmpty { break }
-            let home = Self.home(hash: slots[next].hash, size: count)
+        while true {  // indices below count: wrapping arithmetic cannot overflow
+            next = next &+ 1 == count ? 0 : next &+ 1
+            let entry = table[next]
+            if entry.isEmpty { break }
+            let home = Self.home(hash: entry.hash, size: count)
             // Movable when its home is not cyclically within (hole, next].
-            let homeToNext = next >= home ? next - home : next + count - home
-            let holeToNext = next >= hole ? next - hole : next + count - hole
+            let homeToNext = next >= home ? next &- home : next &+ count &- home
+            let holeToNext = next >= hole ? next &- hole : next &+ count &- hole
             if homeToNext >= holeToNext {
-                slots[hole] = slots[next]
+                table[hole] = entry
                 hole = next
             }
         }
-        slots[hole] = .empty
+        table[hole] = .empty
     }
 
     /// Forgets an expired entry: its key's count, its slot back to the budget.
