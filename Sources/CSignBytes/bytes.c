@@ -488,7 +488,7 @@ int sc_base64url_decode_digest(const void *text, size_t n, void *out32) {
 }
 
 int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
-                   sc_token_fields *out) {
+                   int check_key_id_alphabet, sc_token_fields *out) {
     const uint8_t *t = text;
     uint8_t padded[16] = {0};
     if (n < 16) { /* no valid token is this short: copied so that 16 bytes can be read */
@@ -508,7 +508,7 @@ int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_
     if (found != 8) return SC_TOKEN_FIELD_COUNT;
     int32_t key_length = SC_LENGTH(1);
     if (key_length < 1 || key_length > max_key_id) return SC_TOKEN_KEY_ID;
-    if (!token_alphabet(SC_FIELD(1), key_length, (size_t)(end - SC_FIELD(1)))) return SC_TOKEN_KEY_ID;
+    if (check_key_id_alphabet && !token_alphabet(SC_FIELD(1), key_length, (size_t)(end - SC_FIELD(1)))) return SC_TOKEN_KEY_ID;
     if ((out->created = token_decimal(SC_FIELD(2), SC_LENGTH(2), max_created)) < 0) return SC_TOKEN_CREATED;
     if ((out->lifetime = token_decimal(SC_FIELD(3), SC_LENGTH(3), max_lifetime)) < 1) return SC_TOKEN_LIFETIME;
 #if defined(__x86_64__)

@@ -220,16 +220,18 @@ public struct Verifier: Sendable {
         var cachedKey: SigningKey?  // holds a key from the cache while it is used
         let keySet = currentKeys.unretained
         let (created, lifetime, nonce, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
-            let token = try TokenFields(parsing: tokenText)
+            let token = try TokenFields(parsing: tokenText, deferringKeyIDAlphabet: true)
+            // 3. The key named by the token, when the set holds it, found before the URL is
+            // canonicalised so that its secret states load meanwhile (in a large key set they
+            // are not in the cache). Any other outcome is settled in step order, below. An id the
+            // set holds is valid base64url; any other is checked here, still step 1.
+            let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
+            let inSet = keySet.withObject { $0.keys.unretainedKey(id: id) }
+            if inSet == nil, !token.isKeyIDAlphabet(in: tokenText) { throw TokenFields.keyIDMalformed }
+            inSet?.withObject { $0.prefetchSecret() }
 
             // 2. The request: a signable method, a valid URL, no body on a URL-class method.
             let method = try RequestMethod(token: request.method)
-            // 3. The key named by the token, when the set holds it, found before the URL is
-            // canonicalised so that its secret states load meanwhile (in a large key set they
-            // are not in the cache). Any other outcome is settled in step order, below.
-            let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
-            let inSet = keySet.withObject { $0.keys.unretainedKey(id: id) }
-            inSet?.withObject { $0.prefetchSecret() }
             // The URL canonicalised and hashed (the target digest of step 8; for a URL-class
             // method also the whash of step 6).
             let target = try withUTF8(of: request.url) { (url) throws(SignCoreError) in try SigningInput.targetDigest(method: method, url: url) }

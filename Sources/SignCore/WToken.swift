@@ -141,12 +141,20 @@ struct TokenFields {
     var signature: SignatureStorage = (0, 0, 0, 0, 0, 0, 0, 0)
     var signatureByteCount: Int
 
-    init(parsing text: UnsafeRawBufferPointer) throws(SignCoreError) {
+    /// `deferringKeyIDAlphabet`: a well-formed token's key id is checked for its length only, not
+    /// its characters; the verifier finds the id among its keys, whose ids are valid, and calls
+    /// `isKeyIDAlphabet` only when none matches. A token refused for any reason is parsed again
+    /// in full, so the refusal is the first in SPEC order either way.
+    init(parsing text: UnsafeRawBufferPointer, deferringKeyIDAlphabet: Bool = false) throws(SignCoreError) {
         guard text.count <= WToken.maxLength else { throw SignCoreError(.headerTooLarge, "the wtoken is longer than 1024 bytes") }
         // The fixed-size fields in one pass in the shim; the checks report in SPEC order.
         var parsed = sc_token_fields()
         let result = Int(sc_token_parse(text.baseAddress, text.count, WToken.maxCreated, WToken.maxLifetime,
-                                        Int32(SigningKey.maxKeyIDLength), &parsed))
+                                        Int32(SigningKey.maxKeyIDLength), deferringKeyIDAlphabet ? 0 : 1, &parsed))
+        if deferringKeyIDAlphabet, result != Int(SC_TOKEN_OK) {
+            self = try TokenFields(parsing: text)
+            return
+        }
         let starts = parsed.starts
         func field(_ n: Int) -> Range<Int> {
             withUnsafeBytes(of: starts) { raw in
@@ -161,7 +169,7 @@ struct TokenFields {
             }
             throw Self.malformed("the wtoken does not start with v3.")
         case Int(SC_TOKEN_FIELD_COUNT): throw Self.malformed("the wtoken must have 9 fields")
-        case Int(SC_TOKEN_KEY_ID): throw Self.malformed("the key id field is not 1-64 base64url characters")
+        case Int(SC_TOKEN_KEY_ID): throw Self.keyIDMalformed
         case Int(SC_TOKEN_CREATED): throw Self.malformed("the created field is not a decimal number of seconds")
         case Int(SC_TOKEN_LIFETIME): throw Self.malformed("the lifetime field is not a number of seconds from 1 to 86400")
         case Int(SC_TOKEN_NONCE): throw Self.malformed("the nonce field is not 16 bytes of base64url")
@@ -181,12 +189,14 @@ struct TokenFields {
                     && UTF8Validation.isValid(out.written)
             }
         accountText = account
-        guard accountValid else {
-            throw Self.malformed("the account field is not base64url of at most 256 bytes of UTF-8")
-        }
         headersText = field(7)
         let headers = UnsafeRawBufferPointer(rebasing: text[headersText])
-        guard CoveredHeaders.isValidField(headers) else {
+        guard accountValid, CoveredHeaders.isValidField(headers) else {
+            if deferringKeyIDAlphabet {
+                self = try TokenFields(parsing: text)
+                return
+            }
+            guard accountValid else { throw Self.malformed("the account field is not base64url of at most 256 bytes of UTF-8") }
             throw Self.malformed("the headers field is not 0-16 sorted lower-case header names joined by commas")
         }
         coveredCount = headers.isEmpty ? 0 : 1 + headers.reduce(0) { $0 + ($1 == UInt8(ascii: ",") ? 1 : 0) }
@@ -196,6 +206,11 @@ struct TokenFields {
         signature = parsed.signature
         signatureByteCount = Int(parsed.signature_length)
     }
+
+    /// Whether the key id's characters are base64url (see `deferringKeyIDAlphabet`).
+    func isKeyIDAlphabet(in text: UnsafeRawBufferPointer) -> Bool { Base64URL.isAlphabet(UnsafeRawBufferPointer(rebasing: text[keyID])) }
+
+    static var keyIDMalformed: SignCoreError { malformed("the key id field is not 1-64 base64url characters") }
 
     /// The account's bytes appended to `out` (validated by the parse).
     func appendAccount(in text: UnsafeRawBufferPointer, to out: inout ByteWriter) {

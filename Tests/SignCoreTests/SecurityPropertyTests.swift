@@ -26,6 +26,44 @@ import Testing
         }
     }
 
+    /// The verifier checks a token's key id for its characters only when its key set has no such
+    /// id (an id of the set is valid); the refusals stay those of SPEC §5 in step order. A key
+    /// id with a character outside base64url is `malformedToken` ahead of a bad method (step 2),
+    /// a bad created field, a bad account or header field and a bad signature field (all step 1,
+    /// after the key id), and ahead of `unknownKey`; a valid unknown id is `unknownKey`.
+    @Test func keyIDCharactersAreRefusedInStepOrder() async throws {
+        let pair = try Pair(.hmacSHA256)
+        let get = try pair.signer.sign(method: .get, url: Self.url)
+        var fields = get.wtoken.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        #expect(fields.count == 9)
+        func verify(_ method: String, _ changed: [String]) async -> (SignCoreError.Code?, String?) {
+            let request = ReceivedRequest(method: method, url: Self.url, whash: get.whash, wtoken: changed.joined(separator: "."))
+            do {
+                _ = try pair.verifier.check(request)
+                return (nil, nil)
+            } catch {
+                return (error.code, error.detail)
+            }
+        }
+        #expect(await verify("GET", fields).0 == nil)
+        let kidMessage = "the key id field is not 1-64 base64url characters"
+        for bad in ["!", "=", "+", "/", "\u{0}", "é"] {
+            var changed = fields
+            changed[1] = String(fields[1].dropLast()) + bad
+            #expect(await verify("GET", changed) == (.malformedToken, kidMessage), "\(bad)")
+            #expect(await verify("G T", changed) == (.malformedToken, kidMessage), "\(bad) with a bad method")
+            for (index, value) in [(2, "0123"), (6, "!"), (7, "X"), (8, "short")] {
+                var worse = changed
+                worse[index] = value
+                #expect(await verify("GET", worse) == (.malformedToken, kidMessage), "\(bad) with field \(index)")
+            }
+        }
+        // A valid id the set does not hold, and the same with a bad method: step 2 first.
+        fields[1] = "unknownKeyId"
+        #expect(await verify("GET", fields).0 == .unknownKey)
+        #expect(await verify("G T", fields).0 != .unknownKey)
+    }
+
     /// One request changed in one way at a time; each change is refused with its own code.
     @Test(arguments: SignatureAlgorithm.allCases)
     func everySingleChangeIsRejected(_ algorithm: SignatureAlgorithm) async throws {

@@ -197,7 +197,7 @@ import Testing
     @Test func tokenFieldsAreWhereAPlainScanFindsTheDots() {
         func check(_ bytes: [UInt8]) {
             var parsed = sc_token_fields()
-            _ = bytes.withUnsafeBytes { sc_token_parse($0.baseAddress, $0.count, 99_999_999_999, 86_400, 64, &parsed) }
+            _ = bytes.withUnsafeBytes { sc_token_parse($0.baseAddress, $0.count, 99_999_999_999, 86_400, 64, 1, &parsed) }
             let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
             let expected = [0] + dots.prefix(9).map { $0 + 1 } + (dots.count < 9 ? [bytes.count + 1] : [])
             let starts = withUnsafeBytes(of: parsed.starts) { Array($0.bindMemory(to: Int32.self).prefix(expected.count)) }

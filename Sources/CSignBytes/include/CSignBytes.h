@@ -283,7 +283,8 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output);
    signature, are checked by SignCore, which therefore reports a bad signature field after
    them.) `starts[k]` is where field k starts and `starts[k + 1] - 1` where it ends, for the
    first min(fields, 9) fields (starts[10] is scratch). The caller bounds n (SignCore: 1024
-   bytes). */
+   bytes). With check_key_id_alphabet 0 the key id's length is checked but not its characters:
+   a verifier that finds the id among its keys knows them valid, and checks them otherwise. */
 typedef struct {
     int32_t fields;
     int32_t starts[11];
@@ -300,7 +301,7 @@ enum {
 };
 
 int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_lifetime, int32_t max_key_id,
-                   sc_token_fields *out);
+                   int check_key_id_alphabet, sc_token_fields *out);
 
 /* The parts of a wtoken (SPEC §4.1) and its encoding in one pass, the signer's path:
    "v3." kid "." created "." lifetime "." b64(nonce, 16) "." b64(target) "." b64(account) "."
