@@ -636,7 +636,7 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output) {
 }
 
 int sc_base64url_is_digest(const void *text, size_t n, const void *digest32) {
-    uint8_t encoded[48]; /* 43 characters, and room for whole 16-byte stores */
+    uint8_t encoded[48]; /* the 43 characters sc_base64url_encode writes, in a buffer of three 16-byte rows */
     if (n != 43) return 0;
     sc_base64url_encode(digest32, 32, encoded);
     return sc_memcmp(text, encoded, 43) == 0;

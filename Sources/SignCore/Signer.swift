@@ -154,13 +154,17 @@ public struct Signer: Sendable {
         SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE body is not covered by the signature")
     }
 
-    /// SPEC §4: canonical URL → whash → target digest → covered headers → signing input →
-    /// signature → token. Everything before the two header strings happens in stack memory.
+    /// SPEC §4: canonical URL → target digest → whash → covered headers → signing input →
+    /// signature → token, in one C pass for the usual HS256 request (`signInOnePass`).
+    /// Everything before the two header strings happens in stack memory.
     private func sign(method: RequestMethod, url: String, content: Content, headers: [HeaderField],
                       created: Int64, nonce: Nonce) throws(SignCoreError) -> SignedHeaders {
         var content = content
-        if let signed = signInOnePass(method: method, url: url, content: &content, created: created, nonce: nonce) { return signed }
-        let request = try prepare(method: method, url: url, content: content, headers: headers, created: created, nonce: nonce)
+        var urlIsCommon = true
+        if let signed = signInOnePass(method: method, url: url, content: &content, created: created, nonce: nonce,
+                                      urlIsCommon: &urlIsCommon) { return signed }
+        let request = try prepare(method: method, url: url, content: content, headers: headers, created: created, nonce: nonce,
+                                  urlIsCommon: urlIsCommon)
         return SignedHeaders(whash: request.whash.description,
                              wtoken: try token(whash: request.whash, target: request.target, headers: request.covered,
                                                created: created, nonce: nonce))
@@ -169,9 +173,11 @@ public struct Signer: Sendable {
     /// SPEC §4 in one pass (`SigningKey.signCommonURL`) for the usual request: an HMAC key, no
     /// covered headers, a creation time in range, a common URL, no body on a URL-class method.
     /// Nil for any other, which the general path signs (and refuses in step order); a body
-    /// hashed here is handed on to it in `content`, so it is never hashed twice.
+    /// hashed here is handed on to it in `content`, so it is never hashed twice, and a URL the
+    /// pass declined is marked in `urlIsCommon`, so it is not tried as common twice.
     @inline(__always)
-    private func signInOnePass(method: RequestMethod, url: String, content: inout Content, created: Int64, nonce: Nonce) -> SignedHeaders? {
+    private func signInOnePass(method: RequestMethod, url: String, content: inout Content, created: Int64, nonce: Nonce,
+                               urlIsCommon: inout Bool) -> SignedHeaders? {
         guard key.signsInOnePass, coveredHeaders.isEmpty, (0...WToken.maxCreated).contains(created) else { return nil }
         var bodyWHash = SHA256Digest()  // a URL-class method's whash is its target digest, set in C
         switch (method.contentClass, content) {
@@ -204,7 +210,10 @@ public struct Signer: Sendable {
                         guard let text = token.baseAddress, let digest = whash.baseAddress,
                               let count = key.signCommonURL(prefix: SigningInput.digestHead(method).bytes, urlClass: method.contentClass == .url,
                                                             url: UnsafeRawBufferPointer(url), rest: &rest, parts: &parts,
-                                                            whash: digest, token: text) else { return nil }
+                                                            whash: digest, token: text) else {
+                            urlIsCommon = false
+                            return nil
+                        }
                         return SignedHeaders(whash: String(decoding: UnsafeRawBufferPointer(start: digest, count: 43), as: UTF8.self),
                                              wtoken: String(decoding: UnsafeRawBufferPointer(start: text, count: count), as: UTF8.self))
                     }
@@ -244,16 +253,20 @@ public struct Signer: Sendable {
         }
     }
 
+    /// `urlIsCommon: false`: the one-pass sign declined the URL, so it is canonicalised by the
+    /// general path alone.
     private func prepare(method: RequestMethod, url: String, content: Content, headers: [HeaderField],
-                         created: Int64, nonce: Nonce) throws(SignCoreError) -> Prepared {
+                         created: Int64, nonce: Nonce, urlIsCommon: Bool = true) throws(SignCoreError) -> Prepared {
         guard (0...WToken.maxCreated).contains(created) else {
             throw SignCoreError(.invalidInput, "the creation time is outside 0...99999999999")
         }
         let allowsUnsignedBody = allowsUnsignedBody
-        let target = try withUTF8(of: url) { (raw) throws(SignCoreError) in try SigningInput.targetDigest(method: method, url: raw) }
+        let target = try withUTF8(of: url) { (raw) throws(SignCoreError) in
+            try SigningInput.targetDigest(method: method, url: raw, commonPath: urlIsCommon)
+        }
         let whash = try Self.bodyWHash(method, content, allowsUnsignedBody: allowsUnsignedBody) ?? target
         var covered = SigningInput.Headers.none
-        if !coveredHeaders.isEmpty, let digest = try coveredHeadersDigest(headers) {
+        if !coveredHeaders.isEmpty, let digest = try coveredHeadersDigest(headers) {  // tested first: no call when none is covered
             covered = SigningInput.Headers(count: coveredHeaders.count, digest: digest)
         }
         return Prepared(whash: whash, target: target, covered: covered, created: created, nonce: nonce)

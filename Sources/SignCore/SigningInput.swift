@@ -32,14 +32,18 @@ public enum SigningInput {
     }
 
     /// The target digest of a request URL, canonicalised on the way (SPEC §2): in one pass for a
-    /// common URL where the backend has one (`hashCommonURL`), else canonical form first. Throws
-    /// `invalidURL` as `CanonicalURL` does.
+    /// common URL where the backend has one (`hashCommonURL`), else canonical form first.
+    /// `commonPath: false`: the URL is known not to be common (a one-pass sign declined it), so
+    /// only the general path runs. Throws `invalidURL` as `CanonicalURL` does.
     @inline(__always)
-    static func targetDigest(method: RequestMethod, url: UnsafeRawBufferPointer) throws(SignCoreError) -> SHA256Digest {
-        var digest = SHA256Digest()
-        let head = digestHead(method).bytes
-        if digest.withUnsafeMutableBytes({ CryptoBackend.SHA256.hashCommonURL(prefix: head, url: url, into: $0) }) { return digest }
-        return try CanonicalURL.withCanonical(url) { targetDigest(method: method, canonicalURL: $0) }
+    static func targetDigest(method: RequestMethod, url: UnsafeRawBufferPointer, commonPath: Bool = true) throws(SignCoreError) -> SHA256Digest {
+        if commonPath, CryptoBackend.SHA256.hasOnePass {
+            var digest = SHA256Digest()
+            let head = digestHead(method).bytes
+            if digest.withUnsafeMutableBytes({ CryptoBackend.SHA256.hashCommonURL(prefix: head, url: url, into: $0) }) { return digest }
+            return try CanonicalURL.withCanonical(url, commonPath: false) { targetDigest(method: method, canonicalURL: $0) }
+        }
+        return try CanonicalURL.withCanonical(url, commonPath: commonPath) { targetDigest(method: method, canonicalURL: $0) }
     }
 
     /// What a target digest hashes before the canonical URL: the whash prefix for a URL-class

@@ -42,11 +42,11 @@ public final class SigningKey: @unchecked Sendable {
     /// canonicalised and hashed, not when the MAC needs them.
     func prefetchSecret() { hmacKey?.prefetch() }
 
-    /// Whether `signCommonURL` can sign with this key (an HMAC key).
-    var signsInOnePass: Bool { hmacKey != nil }
+    /// Whether `signCommonURL` can sign with this key: an HMAC key, on a backend with the pass.
+    var signsInOnePass: Bool { hmacKey != nil && CryptoBackend.SHA256.hasOnePass }
 
-    /// SPEC §4 in one pass for a common URL (`HMACKeyBackend.signCommonURL`): nil when this is
-    /// not an HMAC key, the URL is not common or the backend has no such pass.
+    /// SPEC §4 in one pass for a common URL (`HMACKeyBackend.signCommonURL`), when
+    /// `signsInOnePass`: nil when the URL is not common.
     @inline(__always)
     func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer, rest: inout sc_signing_input_rest,
                        parts: inout sc_token_parts, whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {

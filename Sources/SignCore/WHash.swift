@@ -35,7 +35,8 @@ public enum WHash {
     /// non-empty one unless told to allow it unsigned).
     public static func compute(method: RequestMethod, url: String, body: [UInt8] = []) throws(SignCoreError) -> SHA256Digest {
         if method.contentClass == .body { return ofBody(body) }
-        return try withUTF8(of: url) { (raw) throws(SignCoreError) in try CanonicalURL.withCanonical(raw) { ofCanonicalURL($0, method: method) } }
+        // A URL-class method's whash is its target digest (SPEC §3.2, §4.2).
+        return try withUTF8(of: url) { (raw) throws(SignCoreError) in try SigningInput.targetDigest(method: method, url: raw) }
     }
 
     /// Incremental whash of a body of any size in constant memory; feed the chunks as they

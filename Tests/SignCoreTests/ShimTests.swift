@@ -53,9 +53,13 @@ import Testing
                     let head = SigningInput.digestHead(method).bytes
                     Array(url.utf8).withUnsafeBytes { raw in
                         var digest = [UInt8](repeating: 0, count: 32)
-                        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: sc_common_url_scratch(raw.count), alignment: 16)
+                        // The scratch the header asks for, then 64 canary bytes that must stay as they are.
+                        let size = sc_common_url_scratch(raw.count)
+                        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: size + 64, alignment: 16)
                         defer { scratch.deallocate() }
+                        scratch.initializeMemory(as: UInt8.self, repeating: 0xA5)
                         let status = sc_sha256_common_url(head.baseAddress, head.count, raw.baseAddress, raw.count, scratch.baseAddress, &digest)
+                        #expect(scratch[size...].allSatisfy { $0 == 0xA5 }, "\(url)")
                         let canonical = CanonicalURLTests.viaCommonPath(url)
                         #expect((status == 0) == (canonical != nil), "\(url)")
                         if let canonical {

@@ -53,9 +53,12 @@ protocol SHA256Backend: Sendable {
     mutating func finalize(into digest: UnsafeMutableRawBufferPointer)
     /// SHA-256(prefix || data) in one call (SPEC §3.2, §4.2: the digests over a canonical URL).
     static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer)
-    /// SHA-256(prefix || canonical URL) of a common URL (`sc_url_common`) in one pass, where the
-    /// backend has one: true with the digest written. False when the URL is not common or the
-    /// backend canonicalises first; the caller then takes `CanonicalURL.withCanonical`.
+    /// Whether `hashCommonURL` and `HMACKeyBackend.signCommonURL` have a one-pass form here (the
+    /// shim's); where not, they are never called and a URL is canonicalised first.
+    static var hasOnePass: Bool { get }
+    /// SHA-256(prefix || canonical URL) of a common URL (`sc_url_common`) in one pass: true with
+    /// the digest written, false when the URL is not common (the caller then canonicalises it by
+    /// the general path alone: the common one has just declined it).
     static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
                               into digest: UnsafeMutableRawBufferPointer) -> Bool
 }
@@ -71,9 +74,9 @@ protocol HMACKeyBackend: Sendable {
     func authenticate(afterPrefix rest: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
     /// HMAC(secret, signingInputPrefix || the bytes `sc_signing_input_rest_write` makes of `rest`).
     func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer)
-    /// SPEC §4 in one pass for a common URL (`sc_hs256_sign_common`), where the backend has it:
-    /// the token's length, with the whash's 43 characters at `whash` and the token at `token`;
-    /// nil when the URL is not common or the backend has no such pass (the signer's general path).
+    /// SPEC §4 in one pass for a common URL (`sc_hs256_sign_common`; only where
+    /// `SHA256Backend.hasOnePass`): the token's length, with the whash's 43 characters at `whash`
+    /// and the token at `token`; nil when the URL is not common (the signer's general path).
     func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
                        rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
                        whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?

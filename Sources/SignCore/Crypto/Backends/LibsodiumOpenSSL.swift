@@ -46,6 +46,8 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
             sc_sha256_prefixed(prefix.baseAddress, prefix.count, data.baseAddress, data.count, digest.baseAddress)
         }
 
+        static var hasOnePass: Bool { true }
+
         /// `sc_sha256_common_url`: the canonical form hashed where it is written, no copy.
         static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
                                   into digest: UnsafeMutableRawBufferPointer) -> Bool {

@@ -66,8 +66,12 @@ enum SwiftCrypto: CryptoBackendProtocol {
             hasher.finalize(into: digest)
         }
 
+        static var hasOnePass: Bool { false }
+
         static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
-                                  into digest: UnsafeMutableRawBufferPointer) -> Bool { false }
+                                  into digest: UnsafeMutableRawBufferPointer) -> Bool {
+            preconditionFailure("no one-pass form on this backend (hasOnePass)")
+        }
     }
 
     /// HMAC (RFC 2104) from SHA-256 states prepared once: after the key XOR ipad block, after that
@@ -125,7 +129,9 @@ enum SwiftCrypto: CryptoBackendProtocol {
 
         func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
                            rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
-                           whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? { nil }
+                           whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
+            preconditionFailure("no one-pass form on this backend (SHA256Backend.hasOnePass)")
+        }
 
         func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer) {
             withUnsafeTemporaryAllocation(byteCount: Int(SC_SIGNING_INPUT_REST_MAX), alignment: 16) { scratch in
