@@ -151,10 +151,7 @@ struct TokenFields {
         var parsed = sc_token_fields()
         let result = Int(sc_token_parse(text.baseAddress, text.count, WToken.maxCreated, WToken.maxLifetime,
                                         Int32(SigningKey.maxKeyIDLength), deferringKeyIDAlphabet ? 0 : 1, &parsed))
-        if deferringKeyIDAlphabet, result != Int(SC_TOKEN_OK) {
-            self = try TokenFields(parsing: text)
-            return
-        }
+        if deferringKeyIDAlphabet, result != Int(SC_TOKEN_OK) { throw Self.refusal(parsing: text) }
         let starts = parsed.starts
         func field(_ n: Int) -> Range<Int> {
             withUnsafeBytes(of: starts) { raw in
@@ -192,10 +189,7 @@ struct TokenFields {
         headersText = field(7)
         let headers = UnsafeRawBufferPointer(rebasing: text[headersText])
         guard accountValid, CoveredHeaders.isValidField(headers) else {
-            if deferringKeyIDAlphabet {
-                self = try TokenFields(parsing: text)
-                return
-            }
+            if deferringKeyIDAlphabet { throw Self.refusal(parsing: text) }
             guard accountValid else { throw Self.malformed("the account field is not base64url of at most 256 bytes of UTF-8") }
             throw Self.malformed("the headers field is not 0-16 sorted lower-case header names joined by commas")
         }
@@ -205,6 +199,18 @@ struct TokenFields {
         }
         signature = parsed.signature
         signatureByteCount = Int(parsed.signature_length)
+    }
+
+    /// The refusal of a token the deferring parse found malformed, from a full parse: the first
+    /// in SPEC order, a bad key id before any later field. (Out of line: the hot path stays small.)
+    @inline(never)
+    private static func refusal(parsing text: UnsafeRawBufferPointer) -> SignCoreError {
+        do {
+            _ = try TokenFields(parsing: text)
+        } catch {
+            return error
+        }
+        return malformed("the wtoken is malformed")  // unreachable: both parses refuse the same tokens
     }
 
     /// Whether the key id's characters are base64url (see `deferringKeyIDAlphabet`).
