@@ -49,6 +49,7 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         static var hasOnePass: Bool { true }
 
         /// `sc_sha256_common_url`: the canonical form hashed where it is written, no copy.
+        @inline(__always)
         static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
                                   into digest: UnsafeMutableRawBufferPointer) -> Bool {
             withCommonURLScratch(url) { scratch in
