@@ -221,10 +221,11 @@ public struct Verifier: Sendable {
         let keySet = currentKeys.unretained
         let (created, lifetime, nonce, key) = try withUTF8(of: header) { (tokenText) throws(SignCoreError) in
             let token = try TokenFields(parsing: tokenText, deferringKeyIDAlphabet: true)
-            // 3. The key named by the token, when the set holds it, found before the URL is
-            // canonicalised so that its secret states load meanwhile (in a large key set they
-            // are not in the cache). Any other outcome is settled in step order, below. An id the
-            // set holds is valid base64url; any other is checked here, still step 1.
+            // 3. The key named by the token, when the set holds it, looked up ahead of step 2
+            // (refusing nothing yet) so that its secret states load while the URL is
+            // canonicalised (in a large key set they are not in the cache). Any other outcome is
+            // settled in step order, below. An id the set holds is valid base64url; any other is
+            // checked here, still step 1.
             let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
             let inSet = keySet.withObject { $0.keys.unretainedKey(id: id) }
             if inSet == nil, !token.isKeyIDAlphabet(in: tokenText) { throw TokenFields.keyIDMalformed }
