@@ -64,6 +64,22 @@ import Testing
         #expect(await verify("G T", fields).0 != .unknownKey)
     }
 
+    /// The longest URL SPEC §2.1 allows (8192 bytes) signs and verifies, by the one-pass path (a
+    /// common URL: its scratch is then on the heap) and by the general one (an escaped
+    /// unreserved byte at its end); one byte more is `invalidURL` at both ends.
+    @Test func longestURLSignsAndVerifiesAndOneByteMoreIsRefused() async throws {
+        let pair = try Pair(.hmacSHA256)
+        for tail in ["a", "%41"] {
+            let url = "https://h/" + String(repeating: "b", count: 8192 - 10 - tail.utf8.count) + tail
+            #expect(url.utf8.count == 8192)
+            let headers = try pair.signer.sign(method: .get, url: url)
+            #expect(await errorCode { _ = try await pair.verifier.verify(received("GET", url, [], headers)) } == nil)
+            let longer = url + "c"
+            #expect(await errorCode { _ = try pair.signer.sign(method: .get, url: longer) } == .invalidURL)
+            #expect(await errorCode { _ = try await pair.verifier.verify(received("GET", longer, [], headers)) } == .invalidURL)
+        }
+    }
+
     /// One request changed in one way at a time; each change is refused with its own code.
     @Test(arguments: SignatureAlgorithm.allCases)
     func everySingleChangeIsRejected(_ algorithm: SignatureAlgorithm) async throws {

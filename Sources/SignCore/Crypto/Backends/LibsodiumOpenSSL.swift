@@ -205,7 +205,9 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 }
 /// The scratch memory of the shim's one-pass URL digest (`sc_common_url_scratch`): on the stack
 /// up to 1 KiB (every typical URL), as `withScratch` gives; nil for a URL longer than any URL
-/// SignCore accepts (the general path then reports it).
+/// SignCore accepts (the general path then reports it). Not `withScratch` itself: its closure
+/// throws `SignCoreError`, and a form generic over the error cost a sign 51 instructions (not
+/// specialised there).
 @inline(__always)
 private func withCommonURLScratch<R>(_ url: UnsafeRawBufferPointer, _ body: (UnsafeMutableRawPointer?) -> R) -> R? {
     guard url.count <= CanonicalURL.maxInputBytes else { return nil }
