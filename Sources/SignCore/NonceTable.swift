@@ -20,11 +20,12 @@ import Darwin
 ///
 /// Resizing is incremental too, so no record waits on a pass over the table: past 70 % full
 /// (or, at the end of a sweep cycle, under an eighth full) a new table of twice the entries
-/// is allocated and the old one is drained into it, `migratePerRecord` slots per record,
-/// unexpired entries moved and expired ones dropped. Until it is empty, a record looks in
-/// both (the shard prefetches the pair's slot in each). At `migratePerRecord` = 16 the old
-/// table is empty long before the new one can fill, and while the table grows, about one
-/// record in five finds a table draining.
+/// (when shrinking, at least a quarter of the old table) is allocated and the old one is
+/// drained into it, `migratePerRecord` slots per record (times the ratio of the old size to
+/// the new, when shrinking), unexpired entries moved and expired ones dropped. Until it is
+/// empty, a record looks in both (the shard prefetches the pair's slot in each). Either way
+/// the old table is empty long before the new one can fill, and while the table grows, about
+/// one record in five finds a table draining.
 ///
 /// Table sizes are not powers of two (a slot is picked by a multiply), so memory follows the
 /// live entries closely: 16 bytes a slot, about 32 bytes per live nonce in a steady state.
@@ -83,9 +84,11 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// The latest expiry of an entry dropped so far: a nonce whose token expired at or before
     /// it may have been forgotten, so such a token is refused (the clock may have stepped back).
     private(set) var droppedThrough = Int64.min
-    /// Full sweeps and resizes so far (for tests), and the `now` of the last full sweep.
+    /// Full sweeps, resizes and drains a record had to finish at once, so far (for tests), and
+    /// the `now` of the last full sweep.
     private(set) var scans = 0
     private(set) var resizes = 0
+    private(set) var forcedDrains = 0
     private var scannedAt = Int64.min
     /// Where the incremental sweep looks next.
     private var cursor = 0
@@ -94,6 +97,9 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     static let sweepPerRecord = 8
     /// Slots of a draining table moved per record. A table of S slots starts draining at 0.7 S
     /// entries into one of 1.4 S, which is 70 % full 0.28 S records later: at least 3.6 are needed.
+    /// A shrink from S slots under S/8 entries makes a table of N ≥ S/4 slots, at most half full,
+    /// which takes 0.2 N records to reach 70 %; moving 16 × ⌊S/N⌋ slots a record drains it in
+    /// under 0.1 N (a smaller table would need a pass over much of the old one).
     static let migratePerRecord = 16
 
     init() throws(SignCoreError) {
@@ -156,7 +162,10 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if credits == 0, now != scannedAt { sweepAll(now: now) }
         guard credits > 0 else { return false }
         if 10 * (used + 1) > 7 * slots.count {
-            finishDraining(now: now)  // (only after a burst the drain could not keep up with)
+            if draining != nil {  // (only after a burst the drain could not keep up with)
+                forcedDrains += 1
+                finishDraining(now: now)
+            }
             if 10 * (used + 1) > 7 * slots.count { try resize(now: now) }
         }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
@@ -273,9 +282,10 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         credits += 1
     }
 
-    /// Starts draining the table into a new one of twice its entries (at least the minimum).
+    /// Starts draining the table into a new one of twice its entries (at least the minimum, and
+    /// a quarter of this one: see `migratePerRecord`).
     private mutating func resize(now: Int64) throws(SignCoreError) {
-        let fresh = try Self.allocate(max(Self.minimumSize, 2 * (used + 1)))
+        let fresh = try Self.allocate(max(Self.minimumSize, 2 * (used + 1), slots.count / 4))
         resizes += 1
         draining = slots
         migrated = 0
@@ -284,11 +294,12 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         migrateSome(now: now)
     }
 
-    /// Moves the next `migratePerRecord` slots of the draining table: unexpired entries into
-    /// the table, expired ones dropped; releases it once it is empty.
-    private mutating func migrateSome(now: Int64, slotCount: Int = migratePerRecord) {
+    /// Moves the next slots of the draining table (`slotCount`, by default `migratePerRecord`
+    /// times the ratio of its size to the table's): unexpired entries into the table, expired
+    /// ones dropped; releases it once it is empty.
+    private mutating func migrateSome(now: Int64, slotCount: Int? = nil) {
         guard let old = draining else { return }
-        let end = min(old.count, migrated + slotCount)
+        let end = min(old.count, migrated + (slotCount ?? Self.migratePerRecord * max(1, old.count / slots.count)))
         while migrated < end {
             let entry = old[migrated]
             if !entry.isEmpty {

@@ -223,6 +223,9 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         var resizes: Int {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.resizes } }
         }
+        var forcedDrains: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.forcedDrains } }
+        }
     }
 
     /// The slots of `capacity` that no shard holds, shared by all shards.
@@ -282,11 +285,14 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         /// Refreshes the hint after a record (outside the lock: two threads may race here, and
         /// the loser's stale value lasts until the next record; it is only a hint).
         func publish(_ layout: NonceTable.Layout) {
-            if slots.load() != Int64(truncatingIfNeeded: layout.address) {
+            // Address and size compared both: after two threads raced here, a hint of one
+            // table's address and the other's size would otherwise stay until the next resize.
+            if slots.load() != Int64(truncatingIfNeeded: layout.address) || size.load() != Int64(layout.size) {
                 slots.store(Int64(truncatingIfNeeded: layout.address))
                 size.store(Int64(layout.size))
             }
-            if drainingSlots.load() != Int64(truncatingIfNeeded: layout.drainingAddress) {
+            if drainingSlots.load() != Int64(truncatingIfNeeded: layout.drainingAddress)
+                || drainingSize.load() != Int64(layout.drainingSize) {
                 drainingSlots.store(Int64(truncatingIfNeeded: layout.drainingAddress))
                 drainingSize.store(Int64(layout.drainingSize))
             }

@@ -293,7 +293,7 @@ import Testing
     }
 
     /// The index's id hash reads every byte of an id at every length (1–64): changing any one
-    /// byte changes the hash, so ids that differ in one place do not share a probe chain. (The
+    /// byte changes the hash, so ids that differ in one place hash differently. (The
     /// lookup compares the bytes too: a hash that skipped a byte would cost speed, not answers.)
     @Test func keyIDHashReadsEveryByte() {
         for length in 1...SigningKey.maxKeyIDLength {

@@ -188,8 +188,8 @@ import Testing
         #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 60, now: 31) }
     }
 
-    /// Tables of 2 MiB and more come from mmap: growing into them, rebuilding between them and
-    /// shrinking back out of them keeps every unexpired nonce and drops the expired ones.
+    /// Tables of 128 KiB and more come from mmap (40,000 nonces: about 1 MB): growing into them
+    /// and resizing between them keeps every unexpired nonce, and the expired ones make room.
     @Test func largeTablesKeepEveryNonce() throws {
         let guardian = try InMemoryReplayGuard(capacity: 100_000, maxShare: 1, shardCount: 1)
         let nonces = (0..<40_000).map { _ in Nonce.random() }
@@ -311,6 +311,31 @@ import Testing
             let error = #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: nonce, expires: 1_000, now: 6) }
             #expect(error?.code == .replayed)
         }
+    }
+
+    /// A table that shrank after a lull drains its old table before a burst can fill the new
+    /// one: no record has to finish the drain at once. (A shrink to twice the live entries,
+    /// drained 16 slots a record, left most of a table thousands of times larger to one record:
+    /// this test fails so, with one forced drain.)
+    @Test func shrinkingDrainsBeforeABurstFillsTheTable() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 1_000_000, maxShare: 1, shardCount: 1)
+        for _ in 0..<100_000 { try guardian.record(keyID: Self.key, nonce: .random(), expires: 10, now: 0) }
+        // A lull after everything expired: one client whose one-second tokens reuse a nonce (one
+        // entry, renewed in place), until a sweep cycle finds the table almost empty and shrinks it.
+        let resizes = guardian.shards.resizes
+        let nonce = Nonce.random()
+        var now: Int64 = 20
+        while guardian.shards.resizes == resizes {
+            try guardian.record(keyID: Self.key, nonce: nonce, expires: now + 1, now: now)
+            now += 1
+            #expect(now < 1_000_000)
+        }
+        #expect(guardian.count <= 2)
+        let shrunk = guardian.tableBytes
+        // Then a burst: the table fills and grows again.
+        for _ in 0..<50_000 { try guardian.record(keyID: Self.key, nonce: .random(), expires: now + 1_000, now: now) }
+        #expect(guardian.shards.resizes > resizes + 1)
+        #expect(guardian.shards.forcedDrains == 0, "table of \(shrunk) bytes after the shrink")
     }
 
     /// Issue 11: a steady state of continuous expiry needs no resize: 60 simulated seconds of
