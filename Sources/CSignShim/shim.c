@@ -273,7 +273,7 @@ void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, 
 
 ptrdiff_t sc_hs256_sign_common(const sc_hmac_key *key, const sc_sha256_state *inner, const void *prefix, size_t prefix_length,
                                int url_class, const void *url, size_t n, void *scratch, sc_signing_input_rest *rest,
-                               sc_token_parts *parts, void *whash43, void *token) {
+                               sc_token_parts *parts, void *whash48, void *token) {
     if (sc_sha256_common_url(prefix, prefix_length, url, n, scratch, rest->target) != 0) return -1;
     if (url_class) memcpy(rest->whash, rest->target, 32);
     uint64_t signature[4];
@@ -283,7 +283,7 @@ ptrdiff_t sc_hs256_sign_common(const sc_hmac_key *key, const sc_sha256_state *in
     parts->target_length = 6;
     parts->signature = signature;
     parts->signature_length = 32;
-    sc_base64url_encode(rest->whash, 32, whash43);
+    sc_base64url_encode_digest(rest->whash, whash48);
     return (ptrdiff_t)sc_token_encode(parts, token);
 }
 

@@ -228,7 +228,7 @@ import Testing
     /// as on arm64; the URL pass on SSE2 compares) give the same answers: base64url both ways at
     /// every length to 100, tokens and whash headers valid and with a byte changed at every
     /// position (to a character, another one's unused bits, a byte outside the alphabet, a dot),
-    /// and URLs of every kind the one-pass canonicaliser takes or hands on.
+    /// each changed whash also checked against the signed digest (`isEncoded`), and URLs of every kind the one-pass canonicaliser takes or hands on.
     @Test func passesAgreeWithAndWithoutSSSE3() throws {
         defer { sc_use_ssse3(1) }
         let signer = try Signer(key: .hmac(secret: [UInt8](repeating: 7, count: 32)), account: "ana")
@@ -253,6 +253,8 @@ import Testing
             for url in urls {
                 answers.append((try? CanonicalURL.canonicalize(url)) ?? "refused")
                 guard let headers = try? signer.sign(method: .get, url: url, created: 1_790_000_000, nonce: nonce) else { continue }
+                answers += [headers.whash, headers.wtoken]
+                let whash = try #require(SHA256Digest(base64url: headers.whash))
                 for (text, isToken) in [(headers.wtoken, true), (headers.whash, false)] {
                     let bytes = Array(text.utf8)
                     for position in -1..<bytes.count {
@@ -264,6 +266,7 @@ import Testing
                             do throws(SignCoreError) { answers.append(try WToken(parsing: spelled).encoded) } catch { answers.append("\(error.code)") }
                         } else {
                             answers.append(SHA256Digest(base64url: spelled)?.description ?? "refused")
+                            answers.append("\(whash.isEncoded(as: spelled))")
                         }
                       }
                     }
