@@ -122,6 +122,19 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         Layout(address: UInt(bitPattern: slots.baseAddress), size: slots.count,
                drainingAddress: UInt(bitPattern: draining?.baseAddress), drainingSize: draining?.count ?? 0)
     }
+
+    /// Whether the layout changed (a table allocated or released) since `takeLayoutChange`
+    /// last returned it; true at first, so that the first table is published.
+    private var layoutChanged = true
+
+    /// The layout when it has changed since the last call, else nil: the shard publishes its
+    /// hint only then, under its lock.
+    @inline(__always)
+    mutating func takeLayoutChange() -> Layout? {
+        guard layoutChanged else { return nil }
+        layoutChanged = false
+        return layout
+    }
     var bytes: Int { (slots.count + (draining?.count ?? 0)) * MemoryLayout<Entry>.stride }
 
     /// The first slot to probe for a pair's hash in a table of `size` slots: the low 32 bits
@@ -301,6 +314,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     private mutating func resize(now: Int64) throws(SignCoreError) {
         let fresh = try Self.allocate(max(Self.minimumSize, 2 * (used + 1), slots.count / 4))
         resizes += 1
+        layoutChanged = true
         draining = slots
         migrated = 0
         slots = fresh
@@ -324,6 +338,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if migrated == old.count {
             Self.release(old)
             draining = nil
+            layoutChanged = true
         } else {
             Self.prefetch(old, from: migrated, slots: Self.migratePerRecord)
         }

@@ -197,14 +197,14 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         private func recordInShard(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) -> Bool {
             let shard = base + pair.shard
             let budget = self.budget, perKeyLimit = self.perKeyLimit
-            let (recorded, surplus, layout) = try shard.pointee.mutex.withLock { (table) throws(SignCoreError) in
+            let (recorded, surplus) = try shard.pointee.mutex.withLock { (table) throws(SignCoreError) in
                 let recorded = try table.record(pair, expires: expires, now: now, perKeyLimit: perKeyLimit) {
                     budget.pointee.take(Shards.batch)
                 }
-                return (recorded, table.surplus(keeping: Shards.batch), table.layout)
+                if let layout = table.takeLayoutChange() { shard.pointee.publish(layout) }
+                return (recorded, table.surplus(keeping: Shards.batch))
             }
             budget.pointee.give(surplus)
-            shard.pointee.publish(layout)
             return recorded
         }
 
@@ -261,7 +261,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex: Locked<NonceTable>
-        /// The table's address and size as of the last record, and those of the table it is
+        /// The table's address and size as of the last change, and those of the table it is
         /// draining (0 for none), for `prefetch` to read without taking the lock.
         let slots = AtomicWord(0), size = AtomicWord(0)
         let drainingSlots = AtomicWord(0), drainingSize = AtomicWord(0)
@@ -282,20 +282,14 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             sc_prefetch_for_write(UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: slots) &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
         }
 
-        /// Refreshes the hint after a record (outside the lock: two threads may race here, and
-        /// the loser's stale value lasts until the next record; it is only a hint).
+        /// Refreshes the hint when the shard's tables change, under the shard's lock (so two
+        /// changes are published in their order; `prefetch` may still read a half-written pair,
+        /// which costs one wasted prefetch).
         func publish(_ layout: NonceTable.Layout) {
-            // Address and size compared both: after two threads raced here, a hint of one
-            // table's address and the other's size would otherwise stay until the next resize.
-            if slots.load() != Int64(truncatingIfNeeded: layout.address) || size.load() != Int64(layout.size) {
-                slots.store(Int64(truncatingIfNeeded: layout.address))
-                size.store(Int64(layout.size))
-            }
-            if drainingSlots.load() != Int64(truncatingIfNeeded: layout.drainingAddress)
-                || drainingSize.load() != Int64(layout.drainingSize) {
-                drainingSlots.store(Int64(truncatingIfNeeded: layout.drainingAddress))
-                drainingSize.store(Int64(layout.drainingSize))
-            }
+            slots.store(Int64(truncatingIfNeeded: layout.address))
+            size.store(Int64(layout.size))
+            drainingSlots.store(Int64(truncatingIfNeeded: layout.drainingAddress))
+            drainingSize.store(Int64(layout.drainingSize))
         }
     }
 }
