@@ -228,7 +228,8 @@ import Testing
     /// as on arm64; the URL pass on SSE2 compares) give the same answers: base64url both ways at
     /// every length to 100, tokens and whash headers valid and with a byte changed at every
     /// position (to a character, another one's unused bits, a byte outside the alphabet, a dot),
-    /// each changed whash also checked against the signed digest (`isEncoded`), and URLs of every kind the one-pass canonicaliser takes or hands on.
+    /// each changed whash also checked against the signed digest (`isEncoded`), and URLs of
+    /// every kind the one-pass canonicaliser takes or hands on.
     @Test func passesAgreeWithAndWithoutSSSE3() throws {
         defer { sc_use_ssse3(1) }
         let signer = try Signer(key: .hmac(secret: [UInt8](repeating: 7, count: 32)), account: "ana")

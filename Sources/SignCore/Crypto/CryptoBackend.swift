@@ -75,8 +75,9 @@ protocol HMACKeyBackend: Sendable {
     /// HMAC(secret, signingInputPrefix || the bytes `sc_signing_input_rest_write` makes of `rest`).
     func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer)
     /// SPEC §4 in one pass for a common URL (`sc_hs256_sign_common`; only where
-    /// `SHA256Backend.hasOnePass`): the token's length, with the whash's 43 characters at `whash` (48 bytes of room)
-    /// and the token at `token`; nil when the URL is not common (the signer's general path).
+    /// `SHA256Backend.hasOnePass`): the token's length, with the whash's 43 characters at `whash`
+    /// (48 bytes of room) and the token at `token`; nil when the URL is not common (the
+    /// signer's general path).
     func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
                        rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
                        whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?
