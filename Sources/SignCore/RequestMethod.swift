@@ -32,7 +32,7 @@ public enum RequestMethod: String, Sendable, CaseIterable {
     }
 
     /// Parses a method token. Methods are case-sensitive (RFC 9110 §9.1): `get` is not `GET`.
-    public init(token: String) throws(SignCoreError) {
+    public init(token: borrowing String) throws(SignCoreError) {
         // The common methods first, as whole small strings: one comparison of a String's bits
         // when they are equal, where the general way below reads the bytes.
         if token == "GET" {
@@ -43,7 +43,7 @@ public enum RequestMethod: String, Sendable, CaseIterable {
             self = .post
             return
         }
-        var token = token
+        var token = copy token
         let method = token.withUTF8 { bytes -> RequestMethod? in
             let candidate: RequestMethod
             switch (bytes.count, bytes.first) {
