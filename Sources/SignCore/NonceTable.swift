@@ -327,7 +327,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// ones dropped; releases it once it is empty.
     private mutating func migrateSome(now: Int64, slotCount: Int? = nil) {
         guard let old = draining else { return }
-        let end = min(old.count, migrated + (slotCount ?? Self.migratePerRecord * max(1, old.count / slots.count)))
+        let step = Self.migratePerRecord * max(1, old.count / slots.count)
+        let end = min(old.count, migrated + (slotCount ?? step))
         while migrated < end {
             let entry = old[migrated]
             if !entry.isEmpty {
@@ -340,7 +341,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             draining = nil
             layoutChanged = true
         } else {
-            Self.prefetch(old, from: migrated, slots: Self.migratePerRecord)
+            Self.prefetch(old, from: migrated, slots: step)
         }
     }
 

@@ -261,8 +261,9 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex: Locked<NonceTable>
-        /// The table's address and size as of the last change, and those of the table it is
-        /// draining (0 for none), for `prefetch` to read without taking the lock.
+        /// The table's address and size, and those of the table it is draining (0 for none),
+        /// published by the first record after they change (a drain a full sweep finished is
+        /// published by the shard's next record), for `prefetch` to read without the lock.
         let slots = AtomicWord(0), size = AtomicWord(0)
         let drainingSlots = AtomicWord(0), drainingSize = AtomicWord(0)
 
