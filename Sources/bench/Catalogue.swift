@@ -56,8 +56,8 @@ enum Catalogue {
                 cases.append(BenchCase(operation: "\(verb) \(algorithm.name) GET, 2 threads", size: get.size, target: 1.8,
                                      floorNote: "1 thread") {
                     verb == "sign"
-                        ? (try sign(algorithm, get, workers: 2), try sign(algorithm, get, workers: 1))
-                        : (try verify(algorithm, get, workers: 2), try verify(algorithm, get, workers: 1))
+                        ? (try sign(algorithm, get, workers: 2), try sign(algorithm, get, workers: 1, onPool: true))
+                        : (try verify(algorithm, get, workers: 2), try verify(algorithm, get, workers: 1, onPool: true))
                 })
             }
         }
@@ -243,7 +243,7 @@ enum Catalogue {
     static func sha256(workers: Int) -> Timed {
         let body = pattern(64)
         return { iterations in
-            await parallel(workers: workers) { _ in
+            await parallel(workers: workers, onPool: true) { _ in
                 body.withUnsafeBytes { bytes in
                     withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { out in
                         for _ in 0..<(iterations / workers) { bench_sha256(bytes.baseAddress, bytes.count, out.baseAddress) }
@@ -271,11 +271,12 @@ enum Catalogue {
         }
     }
 
-    /// `Signer.sign` of the request, spread over `workers` concurrent tasks.
-    static func sign(_ algorithm: AlgorithmFixture, _ request: RequestFixture, workers: Int) throws -> Timed {
+    /// `Signer.sign` of the request, spread over `workers` concurrent tasks (`onPool`: see
+    /// `parallel`).
+    static func sign(_ algorithm: AlgorithmFixture, _ request: RequestFixture, workers: Int, onPool: Bool = false) throws -> Timed {
         let signer = try algorithm.signer()
         return { iterations in
-            await parallel(workers: workers) { _ in
+            await parallel(workers: workers, onPool: onPool) { _ in
                 var failure: SignCoreError?
                 for _ in 0..<(iterations / workers) {
                     do throws(SignCoreError) { _ = try signer.sign(method: request.method, url: request.url, body: request.body) } catch { failure = error }
@@ -288,12 +289,13 @@ enum Catalogue {
     /// `Verifier.verify` (replay guard on) of freshly signed requests, spread over `workers`
     /// concurrent tasks; the signing happens before the clock starts. `guardOff` runs
     /// `Verifier.check` instead: every check but the replay guard, to show what the guard costs.
-    static func verify(_ algorithm: AlgorithmFixture, _ request: RequestFixture, workers: Int, guardOff: Bool = false) throws -> Timed {
+    static func verify(_ algorithm: AlgorithmFixture, _ request: RequestFixture, workers: Int, onPool: Bool = false,
+                       guardOff: Bool = false) throws -> Timed {
         let signer = try algorithm.signer()
         let verifier = algorithm.verifier
         return { iterations in
             let batches = (0..<workers).map { _ in (try? signedRequests(signer, request, count: iterations / workers)) ?? [] }
-            return await parallel(workers: workers) { worker in
+            return await parallel(workers: workers, onPool: onPool) { worker in
                 var failure: SignCoreError?
                 let batch = batches[worker]
                 for index in batch.indices {  // each request lent to verify, not copied out first
