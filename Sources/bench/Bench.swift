@@ -32,11 +32,11 @@ struct Bench: AsyncParsableCommand {
         var rows: [Row] = []
         for benchCase in try Catalogue.cases() where selected(benchCase.operation) {
             let (operation, floor) = try benchCase.make()
-            let measurement = await measure(operation, floor: engineOnly ? nil : floor, settings: settings)
-            var row = Row(benchCase, measurement)
-            if benchCase.floorNote == "1 thread" {  // the second core's control, right after the row
-                row.secondCore = await measure(Catalogue.sha256(workers: 2), floor: Catalogue.sha256(workers: 1), settings: settings).ratio
-            }
+            // A 2-thread row's control: raw SHA-256 on two threads against one, in every repetition.
+            let control = benchCase.floorNote == "1 thread"
+                ? Control(twoThreads: Catalogue.sha256(workers: 2), oneThread: Catalogue.sha256(workers: 1), quiet: Row.quietScaling) : nil
+            let measurement = await measure(operation, floor: engineOnly ? nil : floor, settings: settings, control: control)
+            let row = Row(benchCase, measurement, repetitions: settings.repetitions)
             print(row.line)
             rows.append(row)
         }

@@ -16,18 +16,25 @@ struct Row: Codable {
     /// Cores other processes kept busy during the row. A 2-thread row measures how much of the
     /// second core is free, so it is quotable only when this stays below `quietLoad`.
     var otherLoad: Double
-    /// For a 2-thread row: raw SHA-256 on two threads against one, measured right after it. A
-    /// hypervisor can take the sibling of a vCPU without any load showing in /proc/stat, so the
-    /// row is quotable only when raw crypto itself scales to `quietScaling`.
+    /// For a 2-thread row: raw SHA-256 on two threads against one, measured in every repetition
+    /// right after the row's pair (the median here). A hypervisor can take the second vCPU's
+    /// core without any load showing in /proc/stat, so the row's ratio comes from the
+    /// repetitions whose control reached `quietScaling` (`quietPairs` of them), and the row is
+    /// quotable only when at least half of its repetitions were quiet.
     var secondCore: Double?
+    var quietPairs: Int?
+    var repetitions: Int
 
     static let quietLoad = 0.1
     static let quietScaling = 1.9
 
     /// Whether a 2-thread row ran with a free second core.
-    var isQuiet: Bool { otherLoad < Row.quietLoad && (secondCore ?? 0) >= Row.quietScaling }
+    var isQuiet: Bool { otherLoad < Row.quietLoad && 2 * (quietPairs ?? 0) >= repetitions }
 
-    init(_ benchCase: BenchCase, _ measurement: Measurement) {
+    init(_ benchCase: BenchCase, _ measurement: Measurement, repetitions: Int) {
+        self.repetitions = repetitions
+        secondCore = measurement.controlRatios.map { Stats($0).median }
+        quietPairs = measurement.quietPairs
         otherLoad = measurement.otherLoad
         operation = benchCase.operation
         size = benchCase.size
@@ -49,8 +56,8 @@ struct Row: Codable {
             targetText += "  (against \(floor!))"
         }
         if floor == "1 thread" {
-            targetText += String(format: "  other load %.2f, raw SHA-256 2T/1T %.2f: %@", otherLoad, secondCore ?? 0,
-                                 isQuiet ? "quiet" : "second core not free, do not quote")
+            targetText += String(format: "  other load %.2f, raw SHA-256 2T/1T %.2f, %d of %d pairs quiet: %@", otherLoad,
+                                 secondCore ?? 0, quietPairs ?? 0, repetitions, isQuiet ? "quiet" : "second core not free, do not quote")
         }
         return Row.pad(operation, Row.operationWidth) + Row.pad(size, 12) + Row.pad(format(opsPerSecond.median), 14)
             + Row.pad(format(opsPerSecond.min) + " – " + format(opsPerSecond.max), 22)
