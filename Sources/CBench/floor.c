@@ -23,6 +23,12 @@ void bench_sha256(const void *data, size_t length, void *out32) {
     sc_sha256_prefixed(NULL, 0, data, length, out32);
 }
 
+int bench_control(const void *url, size_t n, void *scratch, void *out32) {
+    static const char prefix[] = "SignCore/3 whash url\nGET ";
+    if (sc_common_url_scratch(n) > 4096) return -1;
+    return sc_sha256_common_url(prefix, sizeof prefix - 1, url, n, scratch, out32);
+}
+
 /* ---- HMAC-SHA256 from prepared states (RFC 2104) -------------------------------------------- */
 
 /* The key schedule and, as the engine keeps per key, the inner state after the fixed start of

@@ -32,9 +32,9 @@ struct Bench: AsyncParsableCommand {
         var rows: [Row] = []
         for benchCase in try Catalogue.cases() where selected(benchCase.operation) {
             let (operation, floor) = try benchCase.make()
-            // A 2-thread row's control: raw SHA-256 on two threads against one, in every repetition.
+            // A 2-thread row's control: the URL pass and SHA-256 on two threads against one, around every repetition.
             let control = benchCase.floorNote == "1 thread"
-                ? Control(twoThreads: Catalogue.sha256(workers: 2), oneThread: Catalogue.sha256(workers: 1), quiet: Row.quietScaling) : nil
+                ? Control(twoThreads: Catalogue.control(workers: 2), oneThread: Catalogue.control(workers: 1)) : nil
             let measurement = await measure(operation, floor: engineOnly ? nil : floor, settings: settings, control: control)
             let row = Row(benchCase, measurement, repetitions: settings.repetitions)
             print(row.line)

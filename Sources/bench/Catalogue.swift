@@ -237,16 +237,22 @@ enum Catalogue {
         }
     }
 
-    /// Raw SHA-256 of 64 bytes on `workers` threads: two against one says how much of a second
-    /// core the machine gives right now (a control for the 2-thread rows, which no load
-    /// average shows when a hypervisor runs another guest on the sibling of our vCPU).
-    static func sha256(workers: Int) -> Timed {
-        let body = pattern(64)
+    /// The bench GET's URL canonicalised and hashed in C (`bench_control`) on `workers` threads:
+    /// two against one says how much of a second core the machine gives right now (a control for
+    /// the 2-thread rows, which no load average shows when a hypervisor runs another guest on
+    /// the sibling of our vCPU). Branchy work like the engine's, not SHA-256 alone, which such
+    /// contention slows far less.
+    static func control(workers: Int) -> Timed {
+        let url = Array(RequestFixture.getURL.utf8)
         return { iterations in
             await parallel(workers: workers, onPool: true) { _ in
-                body.withUnsafeBytes { bytes in
-                    withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { out in
-                        for _ in 0..<(iterations / workers) { bench_sha256(bytes.baseAddress, bytes.count, out.baseAddress) }
+                url.withUnsafeBytes { bytes in
+                    withUnsafeTemporaryAllocation(byteCount: 4096 + 32, alignment: 16) { scratch in
+                        var failures = 0
+                        for _ in 0..<(iterations / workers) {
+                            failures += Int(bench_control(bytes.baseAddress, bytes.count, scratch.baseAddress, scratch.baseAddress! + 4096))
+                        }
+                        precondition(failures == 0, "the control's URL is not common")
                     }
                 }
             }

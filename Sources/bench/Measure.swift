@@ -41,8 +41,8 @@ struct Measurement {
     var ratio: Double?
     /// Cores that other processes (and the hypervisor, as steal) kept busy while this row ran.
     var otherLoad: Double
-    /// With a control: its ratio in each repetition, and how many repetitions it called quiet
-    /// (`ratio` is then the median over those repetitions alone).
+    /// With a control: its ratios (before the first repetition and after each), and how many
+    /// repetitions they called quiet (`ratio` is then the median over those repetitions alone).
     var controlRatios: [Double]? = nil
     var quietPairs: Int? = nil
 }
@@ -97,18 +97,17 @@ func calibrate(_ run: Timed, seconds: Double) async -> Int {
     }
 }
 
-/// Raw crypto on two threads against one, as a 2-thread row's control: whether the second core
-/// is free. `quiet` is the least ratio that says it is.
+/// Work like the engine's on two threads against one, as a 2-thread row's control: whether the second core
+/// is free (when the ratio reaches `Row.quietScaling`).
 struct Control {
     var twoThreads: Timed, oneThread: Timed
-    var quiet: Double
 }
 
 /// Measures an operation and its floor in alternating samples of about equal length. With a
-/// `control`, each repetition also measures the control's pair right after the operation's,
-/// and the ratio is the median over the repetitions whose control read quiet: a hypervisor
-/// that takes the second core for a moment disturbs those samples and no others (it shows in
-/// no load figure), and a control measured once after the row would not see it.
+/// `control`, its pair is also measured before the first repetition and after each one, and the
+/// ratio is the median over the repetitions whose controls on both sides read quiet: a
+/// hypervisor that takes the second core for a moment disturbs those samples and no others (it
+/// shows in no load figure), and a control measured once after the row would not see it.
 func measure(_ operation: Timed, floor: Timed?, settings: Settings, control: Control? = nil) async -> Measurement {
     let start = CPUTime.now()
     let operationIterations = await calibrate(operation, seconds: settings.sampleSeconds)
@@ -116,6 +115,13 @@ func measure(_ operation: Timed, floor: Timed?, settings: Settings, control: Con
     let controlIterations = control == nil ? (0, 0)
         : (await calibrate(control!.twoThreads, seconds: settings.sampleSeconds), await calibrate(control!.oneThread, seconds: settings.sampleSeconds))
     var operationRates: [Double] = [], floorRates: [Double] = [], ratios: [Double] = [], controlRatios: [Double] = []
+    func measureControl() async {
+        guard let control else { return }
+        let two = Double(controlIterations.0) / (await control.twoThreads(controlIterations.0))
+        let one = Double(controlIterations.1) / (await control.oneThread(controlIterations.1))
+        controlRatios.append(two / one)
+    }
+    await measureControl()
     for repetition in 0..<settings.repetitions {
         var operationRate = 0.0, floorRate = 0.0
         // Alternate which one goes first, so neither always runs on a warmer machine.
@@ -131,17 +137,13 @@ func measure(_ operation: Timed, floor: Timed?, settings: Settings, control: Con
             floorRates.append(floorRate)
             ratios.append(operationRate / floorRate)
         }
-        if let control {
-            let two = Double(controlIterations.0) / (await control.twoThreads(controlIterations.0))
-            let one = Double(controlIterations.1) / (await control.oneThread(controlIterations.1))
-            controlRatios.append(two / one)
-        }
+        await measureControl()
     }
     var measurement = Measurement(opsPerSecond: Stats(operationRates),
                                   floorOpsPerSecond: floor == nil ? nil : Stats(floorRates),
                                   ratio: floor == nil ? nil : Stats(ratios).median, otherLoad: CPUTime.now().otherLoad(since: start))
-    if let control {
-        let quiet = ratios.indices.filter { controlRatios[$0] >= control.quiet }.map { ratios[$0] }
+    if control != nil {
+        let quiet = ratios.indices.filter { min(controlRatios[$0], controlRatios[$0 + 1]) >= Row.quietScaling }.map { ratios[$0] }
         measurement.controlRatios = controlRatios
         measurement.quietPairs = quiet.count
         if !quiet.isEmpty { measurement.ratio = Stats(quiet).median }

@@ -16,11 +16,12 @@ struct Row: Codable {
     /// Cores other processes kept busy during the row. A 2-thread row measures how much of the
     /// second core is free, so it is quotable only when this stays below `quietLoad`.
     var otherLoad: Double
-    /// For a 2-thread row: raw SHA-256 on two threads against one, measured in every repetition
-    /// right after the row's pair (the median here). A hypervisor can take the second vCPU's
-    /// core without any load showing in /proc/stat, so the row's ratio comes from the
-    /// repetitions whose control reached `quietScaling` (`quietPairs` of them), and the row is
-    /// quotable only when at least half of its repetitions were quiet.
+    /// For a 2-thread row: its control (`Catalogue.control`) on two threads against one,
+    /// measured before the row's first pair and after each (the median here). A hypervisor can
+    /// take the second vCPU's core without any load showing in /proc/stat, so the row's ratio
+    /// comes from the repetitions whose controls on both sides reached `quietScaling`
+    /// (`quietPairs` of them), and the row is quotable only when at least half of its
+    /// repetitions were quiet.
     var secondCore: Double?
     var quietPairs: Int?
     var repetitions: Int
@@ -56,7 +57,7 @@ struct Row: Codable {
             targetText += "  (against \(floor!))"
         }
         if floor == "1 thread" {
-            targetText += String(format: "  other load %.2f, raw SHA-256 2T/1T %.2f, %d of %d pairs quiet: %@", otherLoad,
+            targetText += String(format: "  other load %.2f, control 2T/1T %.2f, %d of %d pairs quiet: %@", otherLoad,
                                  secondCore ?? 0, quietPairs ?? 0, repetitions, isQuiet ? "quiet" : "second core not free, do not quote")
         }
         return Row.pad(operation, Row.operationWidth) + Row.pad(size, 12) + Row.pad(format(opsPerSecond.median), 14)

@@ -20,6 +20,12 @@
 
 void bench_sha256(const void *data, size_t length, void *out32);
 
+/* The 2-thread rows' control (not a floor): a common URL canonicalised and hashed, as the
+   engine's one-pass whash does, so that it slows down under the same contention as the engine's
+   branchy work (a hypervisor's other guests slowed the URL pass by up to 45 % at times when
+   SHA-256 alone lost 12 %). `scratch`: 4096 bytes. 0, or -1 for an URL that is not common. */
+int bench_control(const void *url, size_t n, void *scratch, void *out32);
+
 /* libsodium's 64-byte Ed25519 secret key and 32-byte public key for a seed. */
 int bench_ed25519_keypair(const void *seed32, void *public32, void *secret64);
 
