@@ -97,8 +97,8 @@ func calibrate(_ run: Timed, seconds: Double) async -> Int {
     }
 }
 
-/// Work like the engine's on two threads against one, as a 2-thread row's control: whether the second core
-/// is free (when the ratio reaches `Row.quietScaling`).
+/// Work like the engine's on two threads against one, as a 2-thread row's control: whether
+/// the second core is free (when the ratio reaches `Row.quietScaling`).
 struct Control {
     var twoThreads: Timed, oneThread: Timed
 }
