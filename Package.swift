@@ -73,7 +73,7 @@ if onLinux {
             dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
-        .executableTarget(name: "instructions", dependencies: ["SignCore"]),
+        .executableTarget(name: "instructions", dependencies: ["SignCore", "CSignShim"]),
     ]
 }
 
