@@ -91,8 +91,9 @@ void sc_hmac_sha256_signing_input(const sc_hmac_key *key, const sc_sha256_state 
    43 characters at whash48 (48 bytes of room, the last 5 left undefined) and the token at
    `token` (`parts` holds its key id, created, lifetime, account and headers; the nonce, target
    hint and signature are filled in here). `token` needs room for the token the caller has
-   bounded (SignCore: 1024 bytes); `scratch` as for sc_sha256_common_url. Returns the token's length, or -1 when the URL is not common, with
-   nothing written to whash48 or `token` (the caller's general path takes over). */
+   bounded (SignCore: 1024 bytes); `scratch` as for sc_sha256_common_url. Returns the token's
+   length, or -1 when the URL is not common, with nothing written to whash48 or `token` (the
+   caller's general path takes over). */
 ptrdiff_t sc_hs256_sign_common(const sc_hmac_key *key, const sc_sha256_state *inner, const void *prefix, size_t prefix_length,
                                int url_class, const void *url, size_t n, void *scratch, sc_signing_input_rest *rest,
                                sc_token_parts *parts, void *whash48, void *token);
