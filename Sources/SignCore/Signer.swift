@@ -214,8 +214,8 @@ public struct Signer: Sendable {
                             urlIsCommon = false
                             return nil
                         }
-                        return SignedHeaders(whash: String(decoding: UnsafeRawBufferPointer(start: digest, count: 43), as: UTF8.self),
-                                             wtoken: String(decoding: UnsafeRawBufferPointer(start: text, count: count), as: UTF8.self))
+                        return SignedHeaders(whash: stringOfOwnASCII(UnsafeRawBufferPointer(start: digest, count: 43)),
+                                             wtoken: stringOfOwnASCII(UnsafeRawBufferPointer(start: text, count: count)))
                     }
                 }
             }
