@@ -3,6 +3,7 @@
  * CPU has them), no third-party header, so it builds for every platform SignCore supports.
  */
 #include "CSignBytes.h"
+#include "cpu.h"
 
 #include <string.h>
 #include <stdatomic.h>
@@ -162,21 +163,18 @@ void sc_unlock_wake(uint32_t *word) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-static atomic_int ssse3_known = -1;
+atomic_int sc_ssse3_state = 0;
 
-int sc_has_ssse3(void) {
-    int value = atomic_load_explicit(&ssse3_known, memory_order_relaxed);
-    if (value < 0) {
-        __builtin_cpu_init();
-        value = __builtin_cpu_supports("ssse3") ? 1 : 0;
-        atomic_store_explicit(&ssse3_known, value, memory_order_relaxed);
-    }
-    return value;
+__attribute__((constructor)) static void ssse3_probe(void) {
+    __builtin_cpu_init();
+    atomic_store_explicit(&sc_ssse3_state, __builtin_cpu_supports("ssse3") ? 1 : 0, memory_order_relaxed);
 }
+
+int sc_has_ssse3(void) { return has_ssse3(); }
 
 void sc_use_ssse3(int enabled) {
     __builtin_cpu_init();
-    atomic_store_explicit(&ssse3_known, enabled && __builtin_cpu_supports("ssse3") ? 1 : 0, memory_order_relaxed);
+    atomic_store_explicit(&sc_ssse3_state, enabled && __builtin_cpu_supports("ssse3") ? 1 : 0, memory_order_relaxed);
 }
 
 /* Lanes of v that hold a base64url character hold a nonzero byte, every other lane zero (the
@@ -252,7 +250,7 @@ static ptrdiff_t base64url_decode(const uint8_t *in, size_t n, size_t readable, 
     if (n % 4 == 1) return -1;
     size_t i = 0, o = 0;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) {
+    if (has_ssse3()) {
         ptrdiff_t written = decode_ssse3(in, n, readable, out);
         if (written < 0 || n == 0) return written;
         uint8_t last = sc_base64url_value(in[n - 1]); /* a valid character: the block checked it */
@@ -352,7 +350,7 @@ static int alphabet_ssse3(const uint8_t *p, int32_t length, size_t readable, int
 static int token_alphabet(const uint8_t *p, int32_t length, size_t readable) {
     int32_t i = 0;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) {
+    if (has_ssse3()) {
         int result = alphabet_ssse3(p, length, readable, &i);
         if (result >= 0) return result;
     }
@@ -463,6 +461,7 @@ static int token_binary_fields_ssse3(const uint8_t *t, const uint8_t *end, sc_to
 }
 #endif
 
+__attribute__((noinline)) /* out of line: sc_token_parse's SSSE3 path sets up no frame for it */
 static int token_binary_fields_portable(const uint8_t *t, const uint8_t *end, sc_token_fields *out) {
     return token_binary_fields(t, end, out, decode_field_portable);
 }
@@ -476,7 +475,7 @@ int sc_base64url_decode_digest(const void *text, size_t n, void *out32) {
     uint8_t decoded[36]; /* three whole 12-byte blocks */
     if (n != 43) return 0;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) {
+    if (has_ssse3()) {
         if (!decode_digest_ssse3(text, decoded)) return 0;
         memcpy(out32, decoded, 32);
         return 1;
@@ -512,7 +511,7 @@ int sc_token_parse(const void *text, size_t n, int64_t max_created, int64_t max_
     if ((out->created = token_decimal(SC_FIELD(2), SC_LENGTH(2), max_created)) < 0) return SC_TOKEN_CREATED;
     if ((out->lifetime = token_decimal(SC_FIELD(3), SC_LENGTH(3), max_lifetime)) < 1) return SC_TOKEN_LIFETIME;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) return token_binary_fields_ssse3(t, end, out);
+    if (has_ssse3()) return token_binary_fields_ssse3(t, end, out);
 #endif
     return token_binary_fields_portable(t, end, out);
 #undef SC_LENGTH
@@ -607,7 +606,7 @@ size_t sc_base64url_encode(const void *data, size_t n, void *output) {
     uint8_t *out = output;
     size_t i = 0, o = 0;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) return encode_any_ssse3(in, n, out);
+    if (has_ssse3()) return encode_any_ssse3(in, n, out);
 #endif
     /* six bytes to eight characters with one 8-byte load and one 8-byte store */
     for (; i + 8 <= n; i += 6, o += 8) {
@@ -668,35 +667,51 @@ static int is_digest_ssse3(const uint8_t *text, const uint8_t *digest) {
 }
 #endif
 
-void sc_base64url_encode_digest(const void *digest32, void *out48) {
-#if defined(__x86_64__)
-    if (sc_has_ssse3()) {
-        encode_digest_ssse3(digest32, out48);
-        return;
-    }
-#endif
-    sc_base64url_encode(digest32, 32, out48);
-}
-
 int sc_base64url_is_digest(const void *text, size_t n, const void *digest32) {
     if (n != 43) return 0;
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) return is_digest_ssse3(text, digest32);
+    if (has_ssse3()) return is_digest_ssse3(text, digest32);
 #endif
     uint8_t encoded[43];
     sc_base64url_encode(digest32, 32, encoded);
     return sc_memcmp(text, encoded, 43) == 0;
 }
 
-/* The decimal of value ('-' first when negative, for a WToken whose fields were set by hand),
-   two digits at a time from a table of "00" to "99". */
-static size_t token_put_decimal(uint8_t *out, int64_t value) {
+/* The eight decimal digits of v < 10^8, the first in the lowest byte, with a few multiplies
+   and no loop (P. Khuong's method: the two halves of four digits, then their pairs, then single
+   digits, each split in the lanes of one word). */
+static inline uint64_t eight_digits(uint64_t v) {
+    uint64_t halves = v + (0x100000000ULL - 10000) * ((v * 0x68DB8BBULL) >> 40);
+    uint64_t pairs = halves + (0x10000 - 100) * (((halves * 0x147B) >> 19) & 0x7F0000007FULL);
+    uint64_t digits = pairs + (0x100 - 10) * (((pairs * 0x67) >> 10) & 0xF000F000F000FULL);
+    return __builtin_bswap64(digits | 0x3030303030303030ULL);
+}
+
+/* The decimal of value ('-' first when negative, for a WToken whose fields were set by hand):
+   a creation time of 9 to 11 digits as its first 1-3 and `eight_digits`, anything else two
+   digits at a time from a table of "00" to "99". */
+__attribute__((always_inline))
+static inline size_t token_put_decimal(uint8_t *out, int64_t value) {
     size_t sign = value < 0;
     if (sign) *out++ = '-';
     uint64_t v = sign ? 0 - (uint64_t)value : (uint64_t)value;
     static const char pairs[201] =
         "0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849"
         "5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+    if (v >= 100000000 && v < 100000000000ULL) {
+        uint64_t head = v / 100000000, low = eight_digits(v % 100000000);
+        size_t length = head >= 100 ? 3 : head >= 10 ? 2 : 1;
+        if (length == 3) {
+            out[0] = (uint8_t)('0' + head / 100);
+            memcpy(out + 1, pairs + 2 * (head % 100), 2);
+        } else if (length == 2) {
+            memcpy(out, pairs + 2 * head, 2);
+        } else {
+            out[0] = (uint8_t)('0' + head);
+        }
+        memcpy(out + length, &low, 8);
+        return sign + length + 8;
+    }
     size_t digits = (size_t)sc_decimal_digits(v);
     size_t end = digits;
     for (; v >= 100; v /= 100) {
@@ -751,9 +766,28 @@ __attribute__((target("ssse3")))
 static size_t token_encode_ssse3(const sc_token_parts *parts, uint8_t *out) { return token_encode(parts, out, encode_ssse3); }
 #endif
 
+__attribute__((noinline)) /* out of line: the dispatcher below sets up no frame for it */
+static size_t token_encode_portable(const sc_token_parts *parts, uint8_t *out) { return token_encode(parts, out, encode_portable); }
+
 size_t sc_token_encode(const sc_token_parts *parts, void *output) {
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) return token_encode_ssse3(parts, output);
+    if (has_ssse3()) return token_encode_ssse3(parts, output);
 #endif
-    return token_encode(parts, output, encode_portable);
+    return token_encode_portable(parts, output);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("ssse3")))
+static size_t whash_and_token_ssse3(const sc_token_parts *parts, const void *whash32, void *whash48, void *token) {
+    encode_digest_ssse3(whash32, whash48);
+    return token_encode_ssse3(parts, token);
+}
+#endif
+
+size_t sc_whash_and_token_encode(const sc_token_parts *parts, const void *whash32, void *whash48, void *token) {
+#if defined(__x86_64__)
+    if (has_ssse3()) return whash_and_token_ssse3(parts, whash32, whash48, token);
+#endif
+    sc_base64url_encode(whash32, 32, whash48);
+    return token_encode_portable(parts, token);
 }

@@ -4,6 +4,7 @@
  * need a decision, 16 at a time; unreserved runs are copied as they are).
  */
 #include "CSignBytes.h"
+#include "cpu.h"
 
 #include <string.h>
 #if defined(__x86_64__)
@@ -271,9 +272,15 @@ static ptrdiff_t url_common_ssse3(const void *input, size_t n, void *output, voi
 }
 #endif
 
+/* Out of line, so that the dispatcher below sets up no frame for it. */
+__attribute__((noinline))
+static ptrdiff_t url_common_portable(const void *input, size_t n, void *output, void *spare) {
+    return url_common(input, n, output, spare, reserved_mask16);
+}
+
 ptrdiff_t sc_url_common(const void *input, size_t n, void *output, void *spare) {
 #if defined(__x86_64__)
-    if (sc_has_ssse3()) return url_common_ssse3(input, n, output, spare);
+    if (has_ssse3()) return url_common_ssse3(input, n, output, spare);
 #endif
-    return url_common(input, n, output, spare, reserved_mask16);
+    return url_common_portable(input, n, output, spare);
 }

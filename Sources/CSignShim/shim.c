@@ -83,6 +83,16 @@ static inline void zero_blocks(unsigned char *p, size_t length) {
     __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 
+/* Zeroes block[from..<to] in 16-byte stores, the last of which may write up to 15 bytes past
+   `to`: only where the caller's buffer has that room. For padding of a few dozen bytes this is a
+   few stores, not a call. */
+static inline void zero_with_overrun(unsigned char *block, size_t from, size_t to) {
+    for (size_t at = from; at < to; at += 16) {
+        memset(block + at, 0, 16);
+        __asm__("" : "+r"(at)); /* else the compiler turns the loop back into a memset call */
+    }
+}
+
 /* The short path in two steps around the caller's copy of the new bytes into one stack buffer:
    `short_padding_zeroed` zeroes whole the blocks that will take the padding (before the bytes are
    written, so the padding is then two stores and no call), `short_compress` pads and compresses
@@ -197,13 +207,20 @@ int sc_sha256_common_url(const void *prefix, size_t prefix_length, const void *u
     if (prefix_length > SC_COMMON_URL_PREFIX_MAX || n > 8192) return -1;
     unsigned char *block = scratch;
     size_t capacity = 3 * n + 24;
-    memcpy(block, prefix, prefix_length);
+    if (prefix_length >= 16) { /* a method's prefix: two overlapping 16-byte copies, no call */
+        memcpy(block, prefix, 16);
+        memcpy(block + prefix_length - 16, (const unsigned char *)prefix + prefix_length - 16, 16);
+    } else {
+        memcpy(block, prefix, prefix_length);
+    }
     ptrdiff_t length = sc_url_common(url, n, block + prefix_length, block + prefix_length + capacity + 72);
     if (length < 0) return -1;
     size_t total = prefix_length + (size_t)length;
     if (total <= SC_SHORT_BYTES && sc_sha256_short_path()) {
-        size_t padded = short_padded_length(total); /* within capacity + 72: total <= prefix + 3n + 1 */
-        memset(block + total, 0, padded - total);
+        /* padded + 15 is within the scratch: total <= prefix + 3n + 1, padded <= total + 72,
+           and the spare area (capacity, from prefix + capacity + 72 on) is done with */
+        size_t padded = short_padded_length(total);
+        zero_with_overrun(block, total, padded);
         short_compress(&sha256_initial, block, total, total, out32, 0);
     } else {
         sha256_finish_library(&sha256_initial, block, total, NULL, 0, out32, 0);
@@ -258,7 +275,7 @@ void sc_hmac_sha256_signing_input(const sc_hmac_key *key, const sc_sha256_state 
     _Alignas(64) unsigned char outer_block[64];
     short_padding_zeroed(block, n + length);
     short_padding_zeroed(outer_block, 32);
-    memcpy(block, from->data, n);
+    memcpy(block, from->data, 64); /* n bytes wanted; the rest (95 bytes or more) overwrites the others */
     sc_signing_input_rest_write(rest, block + n);
     short_compress(from, block, n + length, length, outer_block, 1);
     short_compress(outer, outer_block, 32, 32, out32, 1);
@@ -283,8 +300,7 @@ ptrdiff_t sc_hs256_sign_common(const sc_hmac_key *key, const sc_sha256_state *in
     parts->target_length = 6;
     parts->signature = signature;
     parts->signature_length = 32;
-    sc_base64url_encode_digest(rest->whash, whash48);
-    return (ptrdiff_t)sc_token_encode(parts, token);
+    return (ptrdiff_t)sc_whash_and_token_encode(parts, rest->whash, whash48, token);
 }
 
 /* ---- Ed25519 ---------------------------------------------------------------------------- */

@@ -273,6 +273,26 @@ import Testing
         }
     }
 
+    /// The encoder's decimals (9 to 11 digits by a multiply method, others two digits at a
+    /// time) spell every creation time as Swift does: each power of ten and its neighbours, a
+    /// spread of real times, and their negatives (set by hand).
+    @Test func tokenEncoderSpellsEveryCreationTime() {
+        var times: [Int64] = [0, 1, 9, 10, 99, 100, WToken.maxCreated, WToken.maxCreated + 1, Int64.max, Int64.min]
+        var power: Int64 = 1
+        for _ in 0..<12 {
+            times += [power - 1, power, power + 1]
+            power *= 10
+        }
+        var random = SystemRandomNumberGenerator()
+        times += (0..<2_000).map { _ in Int64.random(in: 100_000_000...WToken.maxCreated, using: &random) }
+        for created in times + times.filter { $0 != Int64.min }.map { -$0 } {
+            let token = WToken(keyID: "k", created: created, lifetime: 60, nonce: Nonce(words: (1, 2)),
+                               targetHint: [1, 2, 3, 4, 5, 6], account: "", coveredHeaders: [], signature: Array(repeating: 7, count: 32))
+            let fields = token.encoded.split(separator: ".", omittingEmptySubsequences: false)
+            #expect(fields.count == 9 && fields[2] == "\(created)", "\(created)")
+        }
+    }
+
     /// A large key set is searched through its own index: every key found by its id bytes,
     /// ids one byte off or absent found nowhere, and the index follows removals.
     @Test func largeKeySetsFindEveryKey() throws {

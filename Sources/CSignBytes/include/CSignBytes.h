@@ -265,10 +265,6 @@ int sc_base64url_decode_digest(const void *text, size_t n, void *out32) SC_MUST_
    that of sc_base64url_decode_digest and a comparison of the digests). */
 int sc_base64url_is_digest(const void *text, size_t n, const void *digest32) SC_MUST_CHECK;
 
-/* The 43 characters of base64url of the 32 bytes at digest32, written to a buffer of 48 bytes
-   (three 16-byte stores with SSSE3; bytes 43-47 are left undefined). */
-void sc_base64url_encode_digest(const void *digest32, void *out48);
-
 /* Encodes base64url without padding (RFC 4648 §5) of public bytes: 12 bytes to 16 characters
    at a time with SSSE3 where the CPU has it (the last bytes as one more block), else two
    characters per table load (a 12-bit pair table; the table index is the data, so never for
@@ -327,6 +323,11 @@ typedef struct {
 } sc_token_parts;
 
 size_t sc_token_encode(const sc_token_parts *parts, void *output);
+
+/* sc_token_encode, and beside it the 43 characters of base64url of the whash at whash32,
+   written to a buffer of 48 bytes (three 16-byte stores with SSSE3; bytes 43-47 are left
+   undefined): the two header values of the one-pass HS256 sign, behind one CPU check. */
+size_t sc_whash_and_token_encode(const sc_token_parts *parts, const void *whash32, void *whash48, void *token);
 
 /* ---- URLs (the one-pass canonicalisation of common URLs) ------------------------------- */
 
