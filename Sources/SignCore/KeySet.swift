@@ -50,7 +50,7 @@ public struct KeySet: Sendable {
 
     /// Adds a key; a second key with the same id is refused rather than silently replacing it.
     public mutating func add(_ key: SigningKey) throws(SignCoreError) {
-        let id = KeyID(of: key)
+        let id = key.keyID
         guard keys[id] == nil else { throw SignCoreError(.invalidKey, "the key set already has a key with this id") }
         keys[id] = key
         list.append(key)
@@ -160,9 +160,10 @@ struct KeyID: Hashable, Sendable {
     }
 
     /// A key's own id, which its constructors hold to 1–64 bytes.
-    init(of key: SigningKey) {
-        count = key.idBytes.count
-        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: key.idBytes) }
+    init(of id: UnsafeRawBufferPointer) {
+        precondition(id.count <= SigningKey.maxKeyIDLength)
+        count = id.count
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: id) }
     }
 
     init?(_ id: String) {

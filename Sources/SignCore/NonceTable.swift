@@ -164,15 +164,24 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             index = index + 1 == slots.count ? 0 : index + 1
         }
         if let draining { try checkDraining(draining, pair, now: now) }
+        // The empty slot the probe stopped at takes the entry, unless the table changes first
+        // (a full sweep moves entries, a resize or a finished drain replaces or fills the table).
+        var place: Int? = index
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
         if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
-            if now != scannedAt { sweepAll(now: now) }
+            if now != scannedAt {
+                sweepAll(now: now)
+                place = nil
+            }
             guard perKey.count(of: pair.key) < perKeyLimit else {
                 throw SignCoreError(.overloaded, "this key holds its share of the replay guard; retry later")
             }
         }
         if credits == 0 { credits = borrow() }
-        if credits == 0, now != scannedAt { sweepAll(now: now) }
+        if credits == 0, now != scannedAt {
+            sweepAll(now: now)
+            place = nil
+        }
         guard credits > 0 else { return false }
         if 10 * (used + 1) > 7 * slots.count {
             if draining != nil {  // (only after a burst the drain could not keep up with)
@@ -180,9 +189,11 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
                 finishDraining(now: now)
             }
             if 10 * (used + 1) > 7 * slots.count { try resize(now: now) }
+            place = nil
         }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
-        insert(Entry(hash: pair.hash, check: pair.check, expires: expires, keySlot: keySlot))
+        let entry = Entry(hash: pair.hash, check: pair.check, expires: expires, keySlot: keySlot)
+        if let place { slots[place] = entry } else { insert(entry) }
         used += 1
         credits -= 1
         return true

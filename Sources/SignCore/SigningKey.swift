@@ -28,6 +28,8 @@ public final class SigningKey: @unchecked Sendable {
     let idBytes: UnsafeRawBufferPointer
     /// The key id as the in-memory replay guard keys it (`ReplayKey`), computed once.
     let replayTag: UInt64
+    /// The key id in fixed storage, as each `VerifiedRequest` holds it: copied, not rebuilt.
+    let keyID: KeyID
 
     public static let minHMACSecretBytes = 32
     public static let maxHMACSecretBytes = 1024
@@ -70,6 +72,7 @@ public final class SigningKey: @unchecked Sendable {
         self.signingInputPrefix = signingInputPrefix
         idBytes = UnsafeRawBufferPointer(rebasing: prefix[(writer.count - id.utf8.count)..<writer.count])
         replayTag = ReplayKey(idBytes).tag
+        keyID = KeyID(of: idBytes)
         hmacKey = hmacSecret.map { CryptoBackend.HMACKey(secret: $0, signingInputPrefix: signingInputPrefix) }
     }
 

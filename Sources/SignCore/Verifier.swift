@@ -258,7 +258,7 @@ public struct Verifier: Sendable {
         }
         return withExtendedLifetime(cachedKey) {
             key.withObject { signer in
-                VerifiedRequest(id: KeyID(of: signer), algorithm: signer.algorithm, account: account,
+                VerifiedRequest(id: signer.keyID, algorithm: signer.algorithm, account: account,
                                 created: created, expires: created + lifetime, nonce: nonce, headersField: covered)
             }
         }
