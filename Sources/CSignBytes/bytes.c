@@ -392,7 +392,8 @@ static size_t token_dots(const uint8_t *t, size_t n, int32_t starts[11]) {
                 for (; i + k + 16 <= n; k += 16) mask |= SC_DOTS(i + k) << k;
                 if (i + k < n) mask |= SC_DOTS(n - 16) >> (i + k - (n - 16)) << k;
             }
-            for (; mask != 0 && found < 10; mask &= mask - 1) starts[++found] = (int32_t)(i + (size_t)__builtin_ctzll(mask)) + 1;
+            int32_t after = (int32_t)i + 1; /* a field starts one byte after its dot */
+            for (; mask != 0 && found < 10; mask &= mask - 1) starts[++found] = after + (int32_t)__builtin_ctzll(mask);
             for (; mask != 0; mask &= mask - 1) found++;
         }
 #undef SC_DOTS

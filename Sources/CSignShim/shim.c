@@ -115,9 +115,12 @@ static void short_compress(const SHA256_CTX *from, unsigned char *block, size_t 
     memcpy(block + padded - 8, &bits, 8);
     memcpy(ctx.h, from->h, sizeof ctx.h);
     for (size_t offset = 0; offset < padded; offset += 64) SHA256_Transform(&ctx, block + offset);
-    for (int i = 0; i < 8; i++) {
-        uint32_t word = __builtin_bswap32(ctx.h[i]);
-        memcpy(out + 4 * i, &word, 4);
+    for (int i = 0; i < 8; i += 2) { /* two big-endian words per byte swap (SSE2 has no byte shuffle) */
+        uint64_t pair;
+        memcpy(&pair, &ctx.h[i], 8);
+        pair = __builtin_bswap64(pair);
+        pair = pair >> 32 | pair << 32;
+        memcpy(out + 4 * i, &pair, 8);
     }
     if (wipe) {
         memset(ctx.h, 0, sizeof ctx.h); /* the only part of ctx written */
