@@ -285,6 +285,18 @@ void sc_hmac_sha256_signing_input(const sc_hmac_key *key, const sc_sha256_state 
     zero_blocks(outer_block, sizeof outer_block);
 }
 
+int sc_hmac_sha256_signing_input_matches(const sc_hmac_key *key, const sc_sha256_state *inner, const sc_signing_input_rest *rest,
+                                         const void *tag32) {
+    uint64_t expected[4], given[4];
+    sc_hmac_sha256_signing_input(key, inner, rest, expected);
+    memcpy(given, tag32, sizeof given);
+    uint64_t difference = (expected[0] ^ given[0]) | (expected[1] ^ given[1]) | (expected[2] ^ given[2]) | (expected[3] ^ given[3]);
+    __asm__("" : "+r"(difference)); /* no early exit can be derived from the words */
+    memset(expected, 0, sizeof expected);
+    __asm__ __volatile__("" : : "r"(expected) : "memory");
+    return difference == 0;
+}
+
 void sc_hmac_sha256(const sc_hmac_key *key, const void *message, size_t length, void *out32) {
     sc_hmac_sha256_continue(key, &key->inner, message, length, out32);
 }

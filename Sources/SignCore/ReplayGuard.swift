@@ -179,11 +179,18 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             return HashedNonce(key: key.tag, hash: hash, check: check, shard: shard)
         }
 
+        /// Inlined into the verifier: the usual record is one call into the shard's lock.
+        @inline(__always)
         func record(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
             if try recordInShard(pair, expires: expires, now: now) { return }
-            // The shared budget is spent: gather the room every shard holds unused, after
-            // dropping their expired entries (a full sweep, once per second of `now`), and try
-            // once more. Refused only when no shard has room left.
+            try recordWithRoomGathered(pair, expires: expires, now: now)
+        }
+
+        /// The shared budget is spent: gather the room every shard holds unused, after dropping
+        /// their expired entries (a full sweep, once per second of `now`), and try once more.
+        /// Refused only when no shard has room left.
+        @inline(never)
+        private func recordWithRoomGathered(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
             let scan = budget.pointee.claimSweep(at: now)
             for index in 0..<shardCount {
                 let returned = base[index].mutex.withLock { table in table.handBack(now: now, scan: scan) }

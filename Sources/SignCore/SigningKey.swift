@@ -256,7 +256,7 @@ public final class SigningKey: @unchecked Sendable {
         switch algorithm {
         case .hmacSHA256:
             guard let hmacKey else { return false }
-            return Self.tagMatches(signature) { hmac(hmacKey, message, into: $0) }
+            return tagMatches(signature) { hmac(hmacKey, message, into: $0) }
         case .ed25519:
             return publicKey.withUnsafeBytes { CryptoBackend.ed25519Verify(publicKey: $0, message: message, signature: signature) }
         case .p256:
@@ -282,7 +282,7 @@ public final class SigningKey: @unchecked Sendable {
             return withSigningInput(rest) { isValidSignature(signature, for: $0) }
         }
         guard signature.count == algorithm.signatureByteCount else { return false }
-        return Self.tagMatches(signature) { hmacKey.authenticate(signingInputRest: &rest, into: $0) }
+        return hmacKey.isTag(signature, ofSigningInputRest: &rest)
     }
 
     /// The whole signing input, this key's prefix then `rest`, in stack memory.
@@ -294,16 +294,6 @@ public final class SigningKey: @unchecked Sendable {
             do throws(E) { return .success(try body(input.written)) } catch { return .failure(error) }
         }
         return try result.get()
-    }
-
-    /// Whether the 32-byte HMAC tag `compute` writes equals `signature`, compared in constant
-    /// time; the computed tag is wiped.
-    private static func tagMatches(_ signature: UnsafeRawBufferPointer, _ compute: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
-        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
-            compute(expected)
-            defer { sc_memzero(expected.baseAddress, 32) }
-            return sc_memcmp(expected.baseAddress, signature.baseAddress, 32) == 0
-        }
     }
 
     /// HMAC-SHA256 of `message`. A message that starts with this key's signing-input prefix

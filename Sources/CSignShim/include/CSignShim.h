@@ -83,6 +83,10 @@ void sc_hmac_sha256_continue(const sc_hmac_key *key, const sc_sha256_state *inne
    is written straight into the block the inner hash compresses, with no copy in between. */
 void sc_hmac_sha256_signing_input(const sc_hmac_key *key, const sc_sha256_state *inner, const sc_signing_input_rest *rest,
                                   void *out32);
+/* 1 when `tag32` is that HMAC, else 0: compared in constant time, the computed HMAC wiped (the
+   verifier's check, in one call). */
+int sc_hmac_sha256_signing_input_matches(const sc_hmac_key *key, const sc_sha256_state *inner, const sc_signing_input_rest *rest,
+                                         const void *tag32) SC_MUST_CHECK;
 
 /* SPEC §4 for an HMAC key over a common URL in one pass, the signer's hot path: the target
    digest (sc_sha256_common_url under `prefix`, the method's digest head), the whash (that digest

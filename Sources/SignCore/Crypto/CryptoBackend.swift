@@ -74,6 +74,9 @@ protocol HMACKeyBackend: Sendable {
     func authenticate(afterPrefix rest: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
     /// HMAC(secret, signingInputPrefix || the bytes `sc_signing_input_rest_write` makes of `rest`).
     func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer)
+    /// Whether `tag` (32 bytes) is `authenticate(signingInputRest:)` of `rest`, compared in
+    /// constant time; the computed tag is wiped.
+    func isTag(_ tag: UnsafeRawBufferPointer, ofSigningInputRest rest: UnsafePointer<sc_signing_input_rest>) -> Bool
     /// SPEC §4 in one pass for a common URL (`sc_hs256_sign_common`; only where
     /// `SHA256Backend.hasOnePass`): the token's length, with the whash's 43 characters at `whash`
     /// (48 bytes of room) and the token at `token`; nil when the URL is not common (the
@@ -86,6 +89,23 @@ protocol HMACKeyBackend: Sendable {
     /// Starts loading the prepared states into the cache (a large key set: SigningKey.prefetchSecret).
     func prefetch()
     func destroy()
+}
+
+extension HMACKeyBackend {
+    /// `tagMatches` (a backend may do it in one call).
+    func isTag(_ tag: UnsafeRawBufferPointer, ofSigningInputRest rest: UnsafePointer<sc_signing_input_rest>) -> Bool {
+        tagMatches(tag) { authenticate(signingInputRest: rest, into: $0) }
+    }
+}
+
+/// Whether the 32-byte HMAC tag `compute` writes equals `tag`, compared in constant time; the
+/// computed tag is wiped.
+func tagMatches(_ tag: UnsafeRawBufferPointer, _ compute: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
+    withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { expected in
+        compute(expected)
+        defer { sc_memzero(expected.baseAddress, 32) }
+        return tag.count == 32 && sc_memcmp(expected.baseAddress, tag.baseAddress, 32) == 0
+    }
 }
 
 /// An Ed25519 private key (RFC 8032 §5.1.5) from its 32-byte seed.

@@ -93,6 +93,10 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
             sc_hmac_sha256_signing_input(key, prefixedInner, rest, tag.baseAddress)
         }
 
+        func isTag(_ tag: UnsafeRawBufferPointer, ofSigningInputRest rest: UnsafePointer<sc_signing_input_rest>) -> Bool {
+            tag.count == 32 && sc_hmac_sha256_signing_input_matches(key, prefixedInner, rest, tag.baseAddress) == 1
+        }
+
         func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
                            rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
                            whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
