@@ -171,7 +171,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         /// Hashes the pair and starts loading its table slots (`Shard.prefetch`), so that the
         /// cache miss of a large table overlaps the signature check that comes before `record`.
         func hashed(_ nonce: Nonce, key: ReplayKey) -> HashedNonce {
-            let hash = sc_siphash13_3(hashKey.0, hashKey.1, key.tag, nonce.words.0, nonce.words.1) | 1
+            let hash = sc_siphash13_nonce(hashKey.0, hashKey.1, nonce.words.0, nonce.words.1, key.tag) | 1
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)

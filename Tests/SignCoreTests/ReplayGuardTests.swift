@@ -6,17 +6,26 @@ import Testing
     static let key = "k1"
 
     /// The guard's nonce hash is SipHash: the shim's function with 2 and 4 rounds gives the
-    /// reference vectors of the SipHash paper (key 00..0f, message 00..n-1) for whole words.
+    /// reference vectors of the SipHash paper (key 00..0f, message 00..n-1) for whole words and
+    /// for 7, 15 and 23 bytes (the last bytes beside the length).
     @Test func sipHashMatchesTheReferenceVectors() {
         let k0: UInt64 = 0x0706_0504_0302_0100, k1: UInt64 = 0x0F0E_0D0C_0B0A_0908
         let message: [UInt64] = [0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908, 0x1716_1514_1312_1110]
         let expected: [UInt64] = [0x726F_DB47_DD0E_0E31, 0x93F5_F579_9A93_2462, 0x3F2A_CC7F_57C2_9BDB, 0xB8AD_50C6_F649_AF94]
+        let sevenMore: [UInt64] = [0xAB02_00F5_8B01_D137, 0xA129_CA61_49BE_45E5, 0xA80C_038C_CD5C_CEC8]
         for count in 0...3 {
-            #expect(message.withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, count, 2, 4) } == expected[count])
+            #expect(message.withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, count, 0, 0, 2, 4) } == expected[count])
         }
-        // The guard's SipHash-1-3 of three words is the general function's.
-        #expect(sc_siphash13_3(k0, k1, 1, 2, 3) == [UInt64(1), 2, 3].withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, 3, 1, 3) })
-        #expect(sc_siphash13_3(k0, k1, 1, 2, 3) != sc_siphash13_3(k0, k1 ^ 1, 1, 2, 3))
+        for count in 0...2 {
+            let tail = message[count] & 0x00FF_FFFF_FFFF_FFFF  // bytes 8 × count ..< 8 × count + 7
+            #expect(message.withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, count, tail, 7, 2, 4) } == sevenMore[count])
+        }
+        // The guard's SipHash-1-3 of a nonce and a tag is the general function's, of 23 bytes.
+        let tag: UInt64 = 0xFF16_1514_1312_1110
+        #expect(sc_siphash13_nonce(k0, k1, 1, 2, tag)
+            == [UInt64(1), 2].withUnsafeBufferPointer { sc_siphash_words(k0, k1, $0.baseAddress, 2, tag & 0x00FF_FFFF_FFFF_FFFF, 7, 1, 3) })
+        #expect(sc_siphash13_nonce(k0, k1, 1, 2, tag) != sc_siphash13_nonce(k0, k1 ^ 1, 1, 2, tag))
+        #expect(sc_siphash13_nonce(k0, k1, 1, 2, tag) != sc_siphash13_nonce(k0, k1, 1, 2, tag ^ 1))
     }
 
     @Test func refusesWhenFullAndNeverForgetsAnUnexpiredNonce() throws {
