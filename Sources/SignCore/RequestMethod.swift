@@ -32,18 +32,22 @@ public enum RequestMethod: String, Sendable, CaseIterable {
     }
 
     /// Parses a method token. Methods are case-sensitive (RFC 9110 §9.1): `get` is not `GET`.
+    /// The common methods first, inline, as whole small strings: one comparison of a String's
+    /// bits when they are equal; the others by `parse`, which reads the bytes.
+    @inline(__always)
     public init(token: borrowing String) throws(SignCoreError) {
-        // The common methods first, as whole small strings: one comparison of a String's bits
-        // when they are equal, where the general way below reads the bytes.
         if token == "GET" {
             self = .get
-            return
-        }
-        if token == "POST" {
+        } else if token == "POST" {
             self = .post
-            return
+        } else {
+            self = try Self.parse(copy token)
         }
-        var token = copy token
+    }
+
+    @inline(never)
+    private static func parse(_ token: String) throws(SignCoreError) -> RequestMethod {
+        var token = token
         let method = token.withUTF8 { bytes -> RequestMethod? in
             let candidate: RequestMethod
             switch (bytes.count, bytes.first) {
@@ -61,6 +65,6 @@ public enum RequestMethod: String, Sendable, CaseIterable {
         guard let method else {
             throw SignCoreError(.unsupportedMethod, "the method must be one of GET, HEAD, OPTIONS, DELETE, POST, PUT, PATCH")
         }
-        self = method
+        return method
     }
 }

@@ -27,6 +27,8 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `text` is this digest's base64url (43 characters, the canonical spelling),
     /// compared in constant time (`sc_base64url_is_digest`): the verifier's whash check.
+    /// (Inlined: a call would cost a frame of its own per verify.)
+    @inline(__always)
     func isEncoded(as text: borrowing String) -> Bool {
         var digest = self
         let matches = text.utf8.withContiguousStorageIfAvailable { sent in
