@@ -50,12 +50,7 @@ int sc_os_random(void *out, size_t length) {
 int sc_memcmp(const void *a, const void *b, size_t length) {
     const unsigned char *x = a, *y = b;
     uint64_t difference = 0;
-    if (length == 32) { /* a MAC tag: four words, no loop */
-        uint64_t u[4], v[4];
-        memcpy(u, x, 32);
-        memcpy(v, y, 32);
-        difference = (u[0] ^ v[0]) | (u[1] ^ v[1]) | (u[2] ^ v[2]) | (u[3] ^ v[3]);
-    } else if (length >= 8) {
+    if (length >= 8) {
         uint64_t u, v;
         for (size_t i = 0; i + 8 <= length; i += 8) {
             memcpy(&u, x + i, 8);
@@ -83,14 +78,8 @@ int sc_memcmp(const void *a, const void *b, size_t length) {
    removed as dead (the method of libsodium's sodium_memzero and BoringSSL's OPENSSL_cleanse where
    no memset_s or explicit_bzero is used; the same on every platform and C library). */
 void sc_memzero(void *p, size_t length) {
-    if (length == 32) { /* a MAC tag or a key: two stores, not a call (the barrier between them
-                           keeps the compiler from merging them back into memset(p, 0, length)) */
-        memset(p, 0, 16);
-        __asm__ __volatile__("" : : "r"(p) : "memory");
-        memset((unsigned char *)p + 16, 0, 16);
-    } else if (length > 0) {
-        memset(p, 0, length);
-    }
+    if (length == 0) return;
+    memset(p, 0, length);
     __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 

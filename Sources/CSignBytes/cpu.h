@@ -1,7 +1,7 @@
 /*
  * The SSSE3 choice as the passes' dispatchers read it: inline, a relaxed load of what the CPU said
  * when the library loaded, so that a dispatcher is a test and a jump, not a call. `sc_has_ssse3` is
- * the exported form, for the shim and the tests.
+ * the exported form, for the tests.
  */
 #ifndef SC_CPU_H
 #define SC_CPU_H

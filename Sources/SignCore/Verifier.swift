@@ -186,7 +186,7 @@ public struct Verifier: Sendable {
     /// Keys of the key cache are used only when already cached (`verify` fetches them).
     public func check(_ request: ReceivedRequest, now: Int64? = nil) throws(SignCoreError) -> VerifiedRequest {
         var missing: String?
-        return try check(request, now: now ?? clock(), fetched: nil, missingKey: &missing, parsed: { _, _ in }, accepted: { _ in })
+        return try check(request, now: now ?? clock(), fetched: nil, missingKey: &missing, parsed: { _, _ in }, accepted: { _, _, _ in })
     }
 
     /// The checks and, with the in-memory guard, the replay record, hashed as soon as the
@@ -196,24 +196,24 @@ public struct Verifier: Sendable {
     private func checkRecording(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?,
                                 missingKey: inout String?) throws(SignCoreError) -> VerifiedRequest {
         guard let shards = inMemoryShards else {
-            return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { _, _ in }, accepted: { _ in })
+            return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { _, _ in }, accepted: { _, _, _ in })
         }
         var pair: InMemoryReplayGuard.HashedNonce?
         return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { tag, nonce in
             pair = shards.hashed(nonce, key: ReplayKey(tag: tag))
-        }, accepted: { (expires) throws(SignCoreError) in
-            guard let pair else { preconditionFailure("a token's nonce is hashed before it is accepted") }
-            try shards.record(pair, expires: expires, now: now)
+        }, accepted: { (tag, nonce, expires) throws(SignCoreError) in
+            try shards.record(pair ?? shards.hashed(nonce, key: ReplayKey(tag: tag)), expires: expires, now: now)
         })
     }
 
     /// The checks, telling `parsed` the key's replay tag and the nonce as soon as both are known,
-    /// and `accepted` the token's expiry once every check has passed (it may still refuse).
+    /// and `accepted` the same with the token's expiry once every check has passed (it may
+    /// still refuse).
     /// When the token's key is in neither the key set nor the cache and a cache is configured,
     /// `missingKey` names it (and `unknownKey` is thrown).
     private func check(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?, missingKey: inout String?,
                        parsed: (UInt64, Nonce) -> Void,
-                       accepted: (Int64) throws(SignCoreError) -> Void) throws(SignCoreError) -> VerifiedRequest {
+                       accepted: (UInt64, Nonce, Int64) throws(SignCoreError) -> Void) throws(SignCoreError) -> VerifiedRequest {
         // 1. The token: present, bounded, well-formed (parsed in place, nothing allocated).
         guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
         // Only plain data leaves the byte-level closures (the key unretained: the key set, the
@@ -260,7 +260,7 @@ public struct Verifier: Sendable {
             if token.coveredCount > 0 { covered = String(decoding: token.headers(in: tokenText), as: UTF8.self) }
             return (token.created, token.lifetime, token.nonce, key)  // not the whole token: fewer bytes copied out
         }
-        try accepted(created + lifetime)
+        try accepted(key.withObject { $0.replayTag }, nonce, created + lifetime)
         return withExtendedLifetime(cachedKey) {
             key.withObject { signer in
                 VerifiedRequest(id: signer.keyID, algorithm: signer.algorithm, account: account,

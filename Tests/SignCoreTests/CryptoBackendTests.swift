@@ -52,6 +52,26 @@ let rfc4231Cases = [
         }
     }
 
+    /// The verifier's tag check (`isTag`): the tag `authenticate(signingInputRest:)` makes is
+    /// accepted, the same tag with any one of its 256 bits flipped is not (every word of the
+    /// compare counts), and neither is a tag of another length.
+    @Test func tagCheckAcceptsOnlyTheExactTag() {
+        let secret = [UInt8](repeating: 5, count: 32), prefix = Array("SignCore/3 wtoken\n".utf8)
+        let key = secret.withUnsafeBytes { s in prefix.withUnsafeBytes { CryptoBackend.HMACKey(secret: s, signingInputPrefix: $0) } }
+        defer { key.destroy() }
+        var rest = SigningInput.rest(target: SHA256Digest(), whash: SHA256Digest(), created: 1_790_000_000, lifetime: 60,
+                                     nonce: Nonce(words: (1, 2)), account: UnsafeRawBufferPointer(start: nil, count: 0), headers: .none)
+        var tag = [UInt8](repeating: 0, count: 32)
+        tag.withUnsafeMutableBytes { key.authenticate(signingInputRest: &rest, into: $0) }
+        #expect(tag.withUnsafeBytes { key.isTag($0, ofSigningInputRest: &rest) })
+        for bit in 0..<256 {
+            var changed = tag
+            changed[bit / 8] ^= UInt8(1) << (bit % 8)
+            #expect(!changed.withUnsafeBytes { key.isTag($0, ofSigningInputRest: &rest) }, "bit \(bit)")
+        }
+        #expect(!tag.dropLast().withUnsafeBytes { key.isTag($0, ofSigningInputRest: &rest) })
+    }
+
     /// FIPS 180-4 examples ("abc", the 448-bit message, one million "a"), incrementally and in one call.
     @Test func sha256MatchesFIPS180() {
         let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)

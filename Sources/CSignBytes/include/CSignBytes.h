@@ -165,7 +165,8 @@ static inline void sc_unlock(uint32_t *word) {
 
 /* SipHash-c-d under the key (k0, k1) (the key's bytes 0-7 and 8-15, little-endian) of the
    message made of `count` 64-bit words, each as 8 little-endian bytes, then `tail_bytes` (0-7)
-   more: the low bytes of `tail`, little-endian, which share the final block with the length.
+   more: the low bytes of `tail`, little-endian (its other bytes are ignored), which share the
+   final block with the length.
    Inline, with c and d constants at the call: the guard hashes 23 bytes with SipHash-1-3 (what
    Swift's Hasher runs) in under 100 instructions, a third of what Hasher's general interface costs. */
 static inline uint64_t sc_siphash_words(uint64_t k0, uint64_t k1, const uint64_t *words, size_t count, uint64_t tail,
@@ -177,7 +178,8 @@ static inline uint64_t sc_siphash_words(uint64_t k0, uint64_t k1, const uint64_t
         for (int r = 0; r < c; r++) SC_SIPROUND(v0, v1, v2, v3);
         v0 ^= words[i];
     }
-    uint64_t last = (uint64_t)(count * 8 + tail_bytes) << 56 | tail; /* the length byte after the last bytes */
+    uint64_t kept = tail & ((1ULL << (8 * tail_bytes)) - 1); /* tail_bytes below 8: no shift by 64 */
+    uint64_t last = (uint64_t)(count * 8 + tail_bytes) << 56 | kept; /* the length byte after the last bytes */
     v3 ^= last;
     for (int r = 0; r < c; r++) SC_SIPROUND(v0, v1, v2, v3);
     v0 ^= last;
@@ -191,7 +193,7 @@ static inline uint64_t sc_siphash_words(uint64_t k0, uint64_t k1, const uint64_t
    64 would, and they fit the final block beside the length: one compression fewer than 24 bytes. */
 static inline uint64_t sc_siphash13_nonce(uint64_t k0, uint64_t k1, uint64_t n0, uint64_t n1, uint64_t tag) {
     const uint64_t words[2] = {n0, n1};
-    return sc_siphash_words(k0, k1, words, 2, tag & 0x00FFFFFFFFFFFFFFULL, 7, 1, 3);
+    return sc_siphash_words(k0, k1, words, 2, tag, 7, 1, 3);
 }
 
 /* ---- replay-guard tables ---------------------------------------------------------------- */
