@@ -54,6 +54,16 @@ struct Bench: AsyncParsableCommand {
             }
         }
 
+        var guardCosts: [GuardCost] = []
+        if !quick, selected("replay guard cost") {
+            print("\nReplay guard cost by nonces held (HS256 GET, simulated clock; check and verify of the same requests)")
+            for (rate, lifetime, shards) in GuardCost.populations {
+                let row = try GuardCost.run(rate: rate, lifetime: lifetime, shards: shards)
+                print(row.line)
+                guardCosts.append(row)
+            }
+        }
+
         var allocations: [AllocationRow] = []
         for benchCase in try Catalogue.allocationCases(iterations: quick ? 200 : 2000) where selected(benchCase.operation) {
             allocations.append(AllocationRow(operation: benchCase.operation, size: benchCase.size,
@@ -63,7 +73,7 @@ struct Bench: AsyncParsableCommand {
         print(Report.summary(rows: rows, allocations: allocations))
         if let json {
             let report = Report(mode: quick ? "quick" : "full", machine: machine, rows: rows, guardAtScale: guardRows,
-                                allocations: allocations)
+                                guardCost: guardCosts, allocations: allocations)
             try report.write(to: json)
             print("JSON written to \(json)")
         }

@@ -150,6 +150,7 @@ struct Report: Codable {
     var machine: Machine
     var rows: [Row]
     var guardAtScale: [GuardAtScale]
+    var guardCost: [GuardCost]
     var allocations: [AllocationRow]
 
     func write(to path: String) throws {
