@@ -7,214 +7,333 @@ import Musl
 import Darwin
 #endif
 
-/// One shard of the replay guard: an open-addressing table of (key, nonce) entries with linear
-/// probing, with the shard's part of the guard's budget and its count of entries per key.
+/// One shard of the replay guard: its part of the (key, nonce, expiry) entries, in one table per
+/// second of expiry (SPEC §5 step 10: a replay repeats its token, expiry and all, so an entry is
+/// looked for only among those that expire in the same second).
 ///
-/// Expiry runs continuously and in small steps: every record first looks at the next
-/// `sweepPerRecord` slots after a cursor that cycles through the table and deletes the expired
-/// entries it finds there (backward-shift deletion: no tombstones, probe chains stay as short
-/// as the live entries make them). An expired entry therefore lingers at most one cycle of the
-/// cursor, which at any steady rate keeps at most `1/sweepPerRecord` of the table dead. When
-/// the shard has no budget left it sweeps the whole table, at most once per second of `now`,
-/// so a flood against a full guard cannot make every verify rescan it.
+/// Why by second: a fresh nonce's slot is random, and a table holding every live nonce (rate ×
+/// lifetime of them, far beyond the caches) costs each record a cache miss and a page walk
+/// however early its slot is prefetched (README, Performance). The tables that take new
+/// entries hold about one second of them, whatever the tokens' lifetime.
 ///
-/// Resizing is incremental too, so no record waits on a pass over the table: past 70 % full
-/// (or, at the end of a sweep cycle, under an eighth full) a new table of twice the entries
-/// (when shrinking, at least a quarter of the old table) is allocated and the old one is
-/// drained into it, `migratePerRecord` slots per record (times the ratio of the old size to
-/// the new, when shrinking), unexpired entries moved and expired ones dropped. Until it is
-/// empty, a record looks in both (the shard prefetches the pair's slot in each). Either way
-/// the old table is empty long before the new one can fill, and while the table grows, about
-/// one record in five finds a table draining.
+/// Expiry drops a whole second at once, when `now` reaches it: its tables go to a pool for a
+/// later second, not zeroed (a slot is occupied only when it carries its table's current epoch),
+/// and are unmapped after two seconds unused. A record never waits on more than dropping the
+/// seconds that passed since the shard's last record and, when the guard bounds each key's
+/// share, uncounting `uncountPerRecord` slots of dropped tables.
 ///
-/// Table sizes are not powers of two (a slot is picked by a multiply), so memory follows the
-/// live entries closely: 16 bytes a slot, about 32 bytes per live nonce in a steady state.
+/// Sizing: a second's first table is sized from the most entries a second of this shard has
+/// taken lately (5/8 full at that peak); a second that outgrows its table (80 %) gets another,
+/// twice as large, in its chain, and a record looks in each (usually one; a few while the rate
+/// climbs). No table is ever rehashed. In a steady state, tables are a little over half full:
+/// about 28 bytes a live nonce, and one table per second of lifetime and shard (at least 16
+/// slots: 256 bytes).
 /// `@unchecked Sendable`: its memory is reached only through its shard's lock.
 struct NonceTable: ~Copyable, @unchecked Sendable {
     /// 16 bytes: four to a cache line.
     struct Entry {
-        /// The keyed hash of (key, nonce) with its lowest bit set: never zero in an occupied
-        /// slot. Its high 32 bits picked the shard, its low 32 the home slot.
+        /// The keyed hash of (key, nonce), lowest bit set. Its high 32 bits picked the shard, its
+        /// low 32 the home slot.
         var hash: UInt64
-        /// The expiry in seconds (low 32 bits; later ones are kept as 2³² − 1, in 2106), 12
+        /// The table's epoch when written (low 32 bits: a slot of another epoch is empty), 12
         /// check bits of the nonce and key (`HashedNonce.check`), and the key's slot in
         /// `KeyCounts` (high 20 bits; 0 when the guard keeps no counts).
         var meta: UInt64
 
-        init(hash: UInt64, check: UInt64, expires: Int64, keySlot: Int) {
-            self.hash = hash | 1
-            meta = Self.clamped(expires) | (check & 0xFFF) << 32 | UInt64(keySlot) << 44
-        }
-
-        private init(emptyHash: UInt64, meta: UInt64) {
-            hash = emptyHash
-            self.meta = meta
-        }
-
-        /// An empty slot: all zero bits, as `calloc` and fresh pages give.
-        static let empty = Entry(emptyHash: 0, meta: 0)
-
-        static func clamped(_ expires: Int64) -> UInt64 { UInt64(clamping: min(max(expires, 0), 0xFFFF_FFFF)) }
-
-        var expires: Int64 {
-            get { Int64(meta & 0xFFFF_FFFF) }
-            set { meta = meta & ~0xFFFF_FFFF | Self.clamped(newValue) }
-        }
+        var epoch: UInt32 { UInt32(truncatingIfNeeded: meta) }
         var keySlot: Int { Int(meta >> 44) }
-        var isEmpty: Bool { hash == 0 }
 
-        /// Whether this entry holds the pair: 63 bits of keyed hash and 12 check bits.
-        func holds(hash: UInt64, check: UInt64) -> Bool {
-            self.hash == hash | 1 && (meta >> 32) & 0xFFF == check & 0xFFF
+        /// Whether this entry, found in a table of `epoch`, holds the pair: 63 bits of keyed
+        /// hash and 12 check bits.
+        @inline(__always)
+        func holds(hash: UInt64, check: UInt64, epoch: UInt32) -> Bool {
+            self.hash == hash && meta & 0xFFF_FFFF_FFFF == (check & 0xFFF) << 32 | UInt64(epoch)
         }
     }
 
-    private var slots: UnsafeMutableBufferPointer<Entry>
-    /// The previous table while it is drained into `slots`: its slots below `migrated` have
-    /// been moved (their copies there are ignored), the rest not yet. Never written but to mark
-    /// an entry dead, so its probe runs stay intact.
-    private var draining: UnsafeMutableBufferPointer<Entry>?
-    private var migrated = 0
-    /// Entries held, expired or not, in both tables.
+    /// Slots that hold one second's entries (or wait in the pool for a later second).
+    struct Table {
+        var slots: UnsafeMutableBufferPointer<Entry>
+        /// Slots of another epoch are empty; it changes each time the table is reused.
+        var epoch: UInt32
+        var used = 0
+        /// When it entered the pool.
+        var pooledAt = Int64.min
+    }
+
+    /// The tables of one live second, in the order they were added (inserts go to the last).
+    struct Second {
+        var expires: Int64
+        var tables: [Table]
+        var count = 0
+    }
+
+    /// Live seconds, at stable indices (`vacant` lists the unused ones), found through `index`.
+    private var seconds: [Second] = []
+    private var vacant: [Int] = []
+    private var index: [Int64: Int] = [:]
+    /// The live seconds' expiries, soonest first (a binary heap).
+    private var soonest: [Int64] = []
+    /// Where the seconds recently used are, by their lowest two bits: the records of a moment
+    /// use one or a few seconds (`index` finds the others).
+    private var recent = [(expires: Int64, position: Int)](repeating: (.min, 0), count: NonceTable.recentCount)
+    static let recentCount = 4
+    /// Tables of dropped seconds, ready for reuse.
+    private var pool: [Table] = []
+    /// Dropped tables whose key counts are still being taken back (only when keys are counted).
+    private var uncounting: [Table] = []
+    private var uncounted = 0
+    /// The most entries a second of this shard took lately: the size of a new second's table.
+    private var recentPeak = 0
+
+    /// Entries held, in every live second.
     private(set) var used = 0
     /// Slots of the guard's budget this shard holds and has not used yet.
     private(set) var credits = 0
     /// Entries per key, when the guard bounds each key's share.
     private var perKey = KeyCounts()
-    /// The latest expiry of an entry dropped so far: a nonce whose token expired at or before
-    /// it may have been forgotten, so such a token is refused (the clock may have stepped back).
+    /// The latest expiry of an entry dropped so far: a token that expired at or before it may
+    /// have been forgotten, so such a token is refused (the clock may have stepped back).
     private(set) var droppedThrough = Int64.min
-    /// Full sweeps, resizes and drains a record had to finish at once, so far (for tests), and
-    /// the `now` of the last full sweep.
+    /// Full uncounts (`sweepAll`) and fresh tables allocated so far (for tests), and the `now`
+    /// of the last full uncount.
     private(set) var scans = 0
-    private(set) var resizes = 0
-    private(set) var forcedDrains = 0
+    private(set) var allocations = 0
     private var scannedAt = Int64.min
-    /// Where the incremental sweep looks next.
-    private var cursor = 0
 
-    /// Slots the incremental sweep examines per record.
-    static let sweepPerRecord = 8
-    /// Slots of a draining table moved per record. A table of S slots starts draining at 0.7 S
-    /// entries into one of 1.4 S, which is 70 % full 0.28 S records later: at least 3.6 are needed.
-    /// A shrink from S slots under S/8 entries makes a table of N ≥ S/4 slots, at most half full,
-    /// which takes 0.2 N records to reach 70 %; moving 16 × ⌊S/N⌋ slots a record drains it in
-    /// under 0.1 N (a smaller table would need a pass over much of the old one).
-    static let migratePerRecord = 16
+    /// Slots of dropped tables uncounted per record.
+    static let uncountPerRecord = 64
+    /// The smallest table (slots).
+    static let minimumSize = 16
 
-    init() throws(SignCoreError) {
-        slots = try Self.allocate(Self.minimumSize)
-    }
+    init() {}
 
     deinit {
-        Self.release(slots)
-        if let draining { Self.release(draining) }
+        for second in seconds { for table in second.tables { Self.release(table.slots) } }
+        for table in pool + uncounting { Self.release(table.slots) }
     }
 
-    /// Where the tables lie, for the shard's prefetch hint.
+    // MARK: Prefetch hint
+
+    /// The table that takes a second's entries, for the shard's prefetch hint.
     struct Layout {
-        var address: UInt, size: Int
-        /// The draining table's; 0 and 0 for none.
-        var drainingAddress: UInt, drainingSize: Int
+        var expires: Int64, address: UInt, size: Int
     }
 
-    var layout: Layout {
-        Layout(address: UInt(bitPattern: slots.baseAddress), size: slots.count,
-               drainingAddress: UInt(bitPattern: draining?.baseAddress), drainingSize: draining?.count ?? 0)
-    }
+    /// A second's table that changed (a new second, or a larger table in its chain) since
+    /// `takeLayoutChange` last returned it: the shard publishes its hint only then, under its lock.
+    private var changedLayout: Layout?
 
-    /// Whether the layout changed (a table allocated or released) since `takeLayoutChange`
-    /// last returned it; true at first, so that the first table is published.
-    private var layoutChanged = true
-
-    /// The layout when it has changed since the last call, else nil: the shard publishes its
-    /// hint only then, under its lock.
     @inline(__always)
     mutating func takeLayoutChange() -> Layout? {
-        guard layoutChanged else { return nil }
-        layoutChanged = false
+        guard let layout = changedLayout else { return nil }
+        changedLayout = nil
         return layout
     }
-    var bytes: Int { (slots.count + (draining?.count ?? 0)) * MemoryLayout<Entry>.stride }
+
+    var bytes: Int {
+        let tables = seconds.flatMap(\.tables) + pool + uncounting
+        return tables.reduce(0) { $0 + $1.slots.count * MemoryLayout<Entry>.stride }
+    }
 
     /// The first slot to probe for a pair's hash in a table of `size` slots: the low 32 bits
     /// scaled by a multiply (the shard was picked from the high 32).
+    @inline(__always)
     static func home(hash: UInt64, size: Int) -> Int {
         Int(truncatingIfNeeded: ((hash & 0xFFFF_FFFF) &* UInt64(size)) >> 32)
     }
 
-    /// Records the pair; false when there is no room and `borrow` (slots from the guard's
-    /// budget) lends none. (Inlined into the shard's locked closure: a call here would add
-    /// its register saves to every verify.)
+    // MARK: Record
+
+    /// Records the pair until `expires`; false when there is no room and `borrow` (slots from
+    /// the guard's budget) lends none. (Inlined into the shard's locked closure: a call here
+    /// would add its register saves to every verify.)
     @inline(__always)
     mutating func record(_ pair: InMemoryReplayGuard.HashedNonce, expires: Int64, now: Int64, perKeyLimit: Int,
                          borrow: () -> Int) throws(SignCoreError) -> Bool {
         guard expires > droppedThrough else {
             throw SignCoreError(.expired, "the token expired before a time whose nonces the replay guard has already dropped")
         }
-        sweepSome(now: now)
-        if draining != nil { migrateSome(now: now) }
-        var index = Self.home(hash: pair.hash, size: slots.count)
-        while !slots[index].isEmpty {
-            if slots[index].holds(hash: pair.hash, check: pair.check) {
-                guard slots[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
-                slots[index].expires = expires  // the earlier token has expired: the nonce may serve again
-                return true
-            }
-            index = index + 1 == slots.count ? 0 : index + 1
+        if let first = soonest.first, first <= now { drop(through: now) }
+        if !uncounting.isEmpty { uncount(slots: Self.uncountPerRecord) }
+        guard expires > now else {
+            // Expired already: nothing to remember, and forgotten at once, as a dropped entry is.
+            droppedThrough = max(droppedThrough, expires)
+            return true
         }
-        if let draining { try checkDraining(draining, pair, now: now) }
-        // The empty slot the probe stopped at takes the entry, unless the table changes first
-        // (a full sweep moves entries, a resize or a finished drain replaces or fills the table).
-        var place: Int? = index
+        let cached = Int(truncatingIfNeeded: expires) & (Self.recentCount - 1)
+        var position = recent[cached].expires == expires ? recent[cached].position : -1
+        if position < 0, let found = index[expires] {
+            position = found
+            recent[cached] = (expires, found)
+        }
+        var place = -1
+        if position >= 0 {
+            let tables = seconds[position].tables
+            for (number, table) in tables.enumerated() {
+                let slots = table.slots, epoch = table.epoch
+                var slot = Self.home(hash: pair.hash, size: slots.count)
+                while slots[slot].epoch == epoch {
+                    if slots[slot].holds(hash: pair.hash, check: pair.check, epoch: epoch) {
+                        throw SignCoreError(.replayed, "this token was already used")
+                    }
+                    slot = slot + 1 == slots.count ? 0 : slot + 1
+                }
+                if number == tables.count - 1 { place = slot }
+            }
+        }
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
         if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
-            if now != scannedAt {
-                sweepAll(now: now)
-                place = nil
-            }
+            if now != scannedAt { sweepAll(now: now) }
             guard perKey.count(of: pair.key) < perKeyLimit else {
                 throw SignCoreError(.overloaded, "this key holds its share of the replay guard; retry later")
             }
         }
         if credits == 0 { credits = borrow() }
-        if credits == 0, now != scannedAt {
-            sweepAll(now: now)
-            place = nil
-        }
+        if credits == 0, now != scannedAt { sweepAll(now: now) }
         guard credits > 0 else { return false }
-        if 10 * (used + 1) > 7 * slots.count {
-            if draining != nil {  // (only after a burst the drain could not keep up with)
-                forcedDrains += 1
-                finishDraining(now: now)
-            }
-            if 10 * (used + 1) > 7 * slots.count { try resize(now: now) }
-            place = nil
-        }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
-        let entry = Entry(hash: pair.hash, check: pair.check, expires: expires, keySlot: keySlot)
-        if let place { slots[place] = entry } else { insert(entry) }
+        do throws(SignCoreError) {
+            try insert(pair, keySlot: keySlot, expires: expires, at: position, place: place)
+        } catch {
+            if keySlot != 0 { perKey.remove(slot: keySlot) }
+            throw error
+        }
         used += 1
         credits -= 1
         return true
     }
 
-    /// The pair in the part of the draining table not moved yet: a replay when unexpired; an
-    /// expired entry is marked dead there (expiry 0), so that the drain drops it rather than
-    /// move it beside the new one if the clock should step back, and counts as dropped now
-    /// (`droppedThrough`), as a deletion would.
-    private mutating func checkDraining(_ old: UnsafeMutableBufferPointer<Entry>, _ pair: InMemoryReplayGuard.HashedNonce,
-                                        now: Int64) throws(SignCoreError) {
-        var index = Self.home(hash: pair.hash, size: old.count)
-        while !old[index].isEmpty {
-            if index >= migrated, old[index].holds(hash: pair.hash, check: pair.check) {
-                guard old[index].expires <= now else { throw SignCoreError(.replayed, "this token was already used") }
-                droppedThrough = max(droppedThrough, old[index].expires)
-                old[index].expires = 0
-                return
-            }
-            index = index + 1 == old.count ? 0 : index + 1
+    /// Writes the entry into the last table of its second (at `place`, where the probe stopped,
+    /// when that table has room), adding a table or the second when needed.
+    private mutating func insert(_ pair: InMemoryReplayGuard.HashedNonce, keySlot: Int, expires: Int64,
+                                 at position: Int, place: Int) throws(SignCoreError) {
+        var position = position, place = place
+        if position < 0 {
+            position = try addSecond(expires)
+            place = -1
         }
+        var last = seconds[position].tables.count - 1
+        if 5 * (seconds[position].tables[last].used + 1) > 4 * seconds[position].tables[last].slots.count {
+            let grown = try table(slots: 2 * seconds[position].tables[last].slots.count)
+            seconds[position].tables.append(grown)
+            last += 1
+            place = -1
+            changedLayout = Layout(expires: expires, address: UInt(bitPattern: grown.slots.baseAddress), size: grown.slots.count)
+        }
+        let table = seconds[position].tables[last]
+        if place < 0 {
+            place = Self.home(hash: pair.hash, size: table.slots.count)
+            while table.slots[place].epoch == table.epoch { place = place + 1 == table.slots.count ? 0 : place + 1 }
+        }
+        table.slots[place] = Entry(hash: pair.hash, meta: UInt64(table.epoch) | (pair.check & 0xFFF) << 32 | UInt64(keySlot) << 44)
+        seconds[position].tables[last].used += 1
+        seconds[position].count += 1
+        recentPeak = max(recentPeak, seconds[position].count)
+    }
+
+    /// A live second for `expires`, with one table sized from the recent peak; its position.
+    private mutating func addSecond(_ expires: Int64) throws(SignCoreError) -> Int {
+        let first = try table(slots: recentPeak + recentPeak * 3 / 5)  // at most 5/8 full at the recent peak
+        recentPeak -= recentPeak / 8  // so that a falling rate gets smaller tables
+        let second = Second(expires: expires, tables: [first])
+        let position: Int
+        if let reused = vacant.popLast() {
+            seconds[reused] = second
+            position = reused
+        } else {
+            seconds.append(second)
+            position = seconds.count - 1
+        }
+        index[expires] = position
+        recent[Int(truncatingIfNeeded: expires) & (Self.recentCount - 1)] = (expires, position)
+        pushSoonest(expires)
+        changedLayout = Layout(expires: expires, address: UInt(bitPattern: first.slots.baseAddress), size: first.slots.count)
+        return position
+    }
+
+    /// A table of at least `slots` slots (`size(for:)`): from the pool when one there has up to
+    /// half as many again, else newly allocated.
+    private mutating func table(slots wanted: Int) throws(SignCoreError) -> Table {
+        let size = Self.size(for: wanted)
+        if let found = pool.lastIndex(where: { $0.slots.count >= size && $0.slots.count <= size + size / 2 }) {
+            var table = pool.remove(at: found)
+            if table.epoch == .max {  // 4 billion reuses: zero it once rather than wrap
+                table.slots.update(repeating: Entry(hash: 0, meta: 0))
+                table.epoch = 0
+            }
+            table.epoch += 1
+            table.used = 0
+            return table
+        }
+        allocations += 1
+        return Table(slots: try Self.allocate(size), epoch: 1)
+    }
+
+    /// The table size for `wanted` slots: the first of 16, 32, 48, ... (each step a quarter
+    /// more, in multiples of 16) not below it. A few fixed sizes, so that a table dropped one
+    /// second fits the next second's need though the rate wavers; about 11 % above the need on
+    /// average.
+    static func size(for wanted: Int) -> Int {
+        var size = minimumSize
+        while size < wanted { size += max(minimumSize, (size / 4 + minimumSize - 1) / minimumSize * minimumSize) }
+        return size
+    }
+
+    // MARK: Expiry
+
+    /// Drops every second up to `now`: its entries leave the count and give their slots back to
+    /// the budget; its tables go to the pool (or, when keys are counted, first to be uncounted).
+    /// Pooled tables unused for two seconds are released.
+    private mutating func drop(through now: Int64) {
+        while let first = soonest.first, first <= now {
+            popSoonest()
+            guard let position = index.removeValue(forKey: first) else { continue }
+            let second = seconds[position]
+            droppedThrough = max(droppedThrough, second.expires)
+            used -= second.count
+            credits += second.count
+            for var table in second.tables {
+                table.pooledAt = now
+                if table.used > 0, perKey.isCounting { uncounting.append(table) } else { pool.append(table) }
+            }
+            seconds[position] = Second(expires: .min, tables: [])
+            vacant.append(position)
+            let cached = Int(truncatingIfNeeded: first) & (Self.recentCount - 1)
+            if recent[cached].expires == first { recent[cached] = (.min, 0) }
+        }
+        pool.removeAll { table in
+            guard table.pooledAt < now - 2 else { return false }
+            Self.release(table.slots)
+            return true
+        }
+    }
+
+    /// Takes back the key counts of up to `count` slots of dropped tables (all of them for
+    /// `.max`), pooling each table once done.
+    private mutating func uncount(slots count: Int) {
+        var budget = count
+        while budget > 0, let table = uncounting.first {
+            let end = min(table.slots.count, uncounted + budget)
+            for slot in uncounted..<end where table.slots[slot].epoch == table.epoch && table.slots[slot].keySlot != 0 {
+                perKey.remove(slot: table.slots[slot].keySlot)
+            }
+            budget -= end - uncounted
+            uncounted = end
+            if uncounted == table.slots.count {
+                pool.append(uncounting.removeFirst())
+                uncounted = 0
+            }
+        }
+    }
+
+    /// Drops what has expired and finishes uncounting (at most once per `now`: a flood against a
+    /// full guard cannot make every verify do it).
+    private mutating func sweepAll(now: Int64) {
+        scans += 1
+        scannedAt = now
+        drop(through: now)
+        uncount(slots: .max)
     }
 
     /// Hands back every credit, after a full sweep when `scan` (at most once per `now`);
@@ -237,144 +356,39 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         SignCoreError(.overloaded, "the replay guard is full of unexpired nonces; retry later")
     }
 
-    // MARK: Expiry
+    // MARK: The heap of live seconds
 
-    /// The incremental sweep: `sweepPerRecord` steps of the cursor, each deleting an expired
-    /// entry (whose place the next entry of its run may take, so the cursor stays) or moving
-    /// on. A completed cycle over a table less than an eighth full starts shrinking it (when the
-    /// smaller table cannot be allocated, the table stays as it is: shrinking never fails a record).
-    private mutating func sweepSome(now: Int64) {
-        guard used > 0 else { return }
-        // The cursor and the table in locals (a deletion moves entries, never the table), the
-        // cursor stored back once: the steps read only the slots.
-        let table = slots
-        var index = cursor
-        for _ in 0..<Self.sweepPerRecord {
-            let entry = table[index]
-            if !entry.isEmpty, entry.expires <= now {
-                delete(at: index)
-            } else {
-                index &+= 1
-                if index == table.count {
-                    cursor = 0
-                    if 8 * used < slots.count, slots.count > Self.minimumSize, draining == nil { try? resize(now: now) }
-                    return
-                }
-            }
-        }
-        cursor = index
-        Self.prefetch(table, from: index, slots: Self.sweepPerRecord)
-    }
-
-    /// Starts loading the `count` slots from `index` on (reading past the table's end is
-    /// harmless: a prefetch never faults). The sweep and the drain read the slots after where
-    /// they stopped at this shard's next record, which comes after records of the other
-    /// shards: without this, each begins with cold cache lines of a table far larger than
-    /// the caches.
-    @inline(__always)
-    private static func prefetch(_ table: UnsafeMutableBufferPointer<Entry>, from index: Int, slots count: Int) {
-        guard let base = table.baseAddress else { return }
-        let start = UnsafeRawPointer(base + index), bytes = count * MemoryLayout<Entry>.stride
-        for offset in stride(from: 0, to: bytes, by: 64) { sc_prefetch_for_write(start + offset) }
-        sc_prefetch_for_write(start + (bytes - 1))  // the last line, when `start` is not line-aligned
-    }
-
-    /// Deletes every expired entry (a full pass, a draining table emptied first; at most once per `now`).
-    private mutating func sweepAll(now: Int64) {
-        finishDraining(now: now)
-        scans += 1
-        scannedAt = now
-        var index = 0
-        while index < slots.count {
-            if !slots[index].isEmpty, slots[index].expires <= now { delete(at: index) } else { index += 1 }
+    private mutating func pushSoonest(_ expires: Int64) {
+        soonest.append(expires)
+        var child = soonest.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard soonest[parent] > soonest[child] else { break }
+            soonest.swapAt(parent, child)
+            child = parent
         }
     }
 
-    /// Removes the entry at `index` and closes the gap: each later entry of the same run moves
-    /// back into the hole unless that would put it before its home slot (Knuth's algorithm R).
-    private mutating func delete(at index: Int) {
-        drop(slots[index])
-        let table = slots, count = table.count
-        var hole = index, next = index
-        while true {  // indices below count: wrapping arithmetic cannot overflow
-            next = next &+ 1 == count ? 0 : next &+ 1
-            let entry = table[next]
-            if entry.isEmpty { break }
-            let home = Self.home(hash: entry.hash, size: count)
-            // Movable when its home is not cyclically within (hole, next].
-            let homeToNext = next >= home ? next &- home : next &+ count &- home
-            let holeToNext = next >= hole ? next &- hole : next &+ count &- hole
-            if homeToNext >= holeToNext {
-                table[hole] = entry
-                hole = next
-            }
+    private mutating func popSoonest() {
+        let last = soonest.removeLast()
+        guard !soonest.isEmpty else { return }
+        soonest[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < soonest.count, soonest[left] < soonest[smallest] { smallest = left }
+            if right < soonest.count, soonest[right] < soonest[smallest] { smallest = right }
+            if smallest == parent { break }
+            soonest.swapAt(parent, smallest)
+            parent = smallest
         }
-        table[hole] = .empty
-    }
-
-    /// Forgets an expired entry: its key's count, its slot back to the budget.
-    private mutating func drop(_ entry: Entry) {
-        droppedThrough = max(droppedThrough, entry.expires)
-        if entry.keySlot != 0 { perKey.remove(slot: entry.keySlot) }
-        used -= 1
-        credits += 1
-    }
-
-    /// Starts draining the table into a new one of twice its entries (at least the minimum, and
-    /// a quarter of this one: see `migratePerRecord`).
-    private mutating func resize(now: Int64) throws(SignCoreError) {
-        let fresh = try Self.allocate(max(Self.minimumSize, 2 * (used + 1), slots.count / 4))
-        resizes += 1
-        layoutChanged = true
-        draining = slots
-        migrated = 0
-        slots = fresh
-        cursor = 0
-        migrateSome(now: now)
-    }
-
-    /// Moves the next slots of the draining table (`slotCount`, by default `migratePerRecord`
-    /// times the ratio of its size to the table's): unexpired entries into the table, expired
-    /// ones dropped; releases it once it is empty.
-    private mutating func migrateSome(now: Int64, slotCount: Int? = nil) {
-        guard let old = draining else { return }
-        let step = Self.migratePerRecord * max(1, old.count / slots.count)
-        let end = min(old.count, migrated + (slotCount ?? step))
-        while migrated < end {
-            let entry = old[migrated]
-            if !entry.isEmpty {
-                if entry.expires > now { insert(entry) } else { drop(entry) }
-            }
-            migrated += 1
-        }
-        if migrated == old.count {
-            Self.release(old)
-            draining = nil
-            layoutChanged = true
-        } else {
-            Self.prefetch(old, from: migrated, slots: step)
-        }
-    }
-
-    private mutating func finishDraining(now: Int64) {
-        if let old = draining { migrateSome(now: now, slotCount: old.count) }
-    }
-
-    /// Puts an entry at the first empty slot of its run (the caller counts it in `used`).
-    private mutating func insert(_ entry: Entry) {
-        var index = Self.home(hash: entry.hash, size: slots.count)
-        while !slots[index].isEmpty { index = index + 1 == slots.count ? 0 : index + 1 }
-        slots[index] = entry
     }
 
     // MARK: Memory
 
-    static let minimumSize = 16
-
     /// Tables from this size on come straight from the kernel (`sc_pages_zeroed`: in huge pages
-    /// from 2 MiB) and go straight back to it. From malloc, the tables of 256 shards growing
-    /// while old ones drain left the heap fragmented: the process held 334 MB for 174 MB of
-    /// tables, against 239 MB when each old table was freed at once.
+    /// from 2 MiB) and go straight back to it.
     private static let pageTableBytes = 128 << 10
 
     /// A zeroed table: every slot empty. A failed allocation is `overloaded`, never a crash.
@@ -391,7 +405,6 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if bytes >= pageTableBytes { sc_pages_free(table.baseAddress, bytes) } else { free(table.baseAddress) }
     }
 }
-
 /// Entries per key in one shard. Each key with entries has a slot (1, 2, ...; entries hold it
 /// in 20 bits); an index from the key's tag (already a keyed hash, so its bits pick the place)
 /// finds the slot. A key whose count falls to zero leaves the index and its slot is reused, so
@@ -406,6 +419,9 @@ struct KeyCounts {
     private var keys = 0
 
     static let maxSlots = 1 << 20
+
+    /// Whether any key is counted (a guard without shares per key counts none).
+    var isCounting: Bool { keys > 0 }
 
     private func home(of tag: UInt64) -> Int { Int(truncatingIfNeeded: tag >> 7) & (index.count - 1) }
 

@@ -60,8 +60,8 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     ///   lifetime your clients use (at most the verifier's `maxLifetime`) plus its skew.
     /// - Parameter maxShare: the largest fraction of `capacity` one key id may hold, in
     ///   (0, 1]. With one key shared by every client (an HMAC key, say) set it to 1.
-    /// - Parameter shardCount: independent locks and tables; by default one per 16,384 nonces
-    ///   of capacity, at most 256 (`defaultShardCount`).
+    /// - Parameter shardCount: independent locks and tables; by default one per 65,536 nonces
+    ///   of capacity, at most 16 (`defaultShardCount`).
     /// Throws `invalidConfiguration` for a capacity below 1, a share outside (0, 1] or a shard
     /// count below 1, and `overloaded` when the first tables cannot be allocated.
     public init(capacity: Int = 6_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
@@ -81,18 +81,17 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     deinit { shards.release() }
 
-    /// One shard per 16,384 nonces of capacity, at most 256: small tables, so that growing one
-    /// (a few slots per record) never touches much fresh memory at once. Fewer, larger shards
-    /// are faster in a steady state once their tables come in huge pages (8 shards: about 10 %
-    /// more verifies a second at 6.7 million nonces), but on a VM whose host backs memory only
-    /// when it is first touched, each fresh 2 MiB page then stalled a record for about 4 ms
-    /// while the guard filled up (README, Performance).
+    /// One shard per 65,536 nonces of capacity, at most 16: enough locks that concurrent
+    /// verifiers rarely meet on one, few enough that a shard's table for a second of expiry
+    /// holds many entries (at 1.5 million verifies a second, 16 shards' tables are 4 MiB each,
+    /// in huge pages), and that a low rate of long-lived tokens, one small table per second and
+    /// shard, costs little memory.
     static func defaultShardCount(capacity: Int) -> Int {
-        max(1, min(256, capacity / 16_384))
+        max(1, min(16, capacity / 65_536))
     }
 
     public func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) throws(SignCoreError) {
-        try shards.record(shards.hashed(nonce, key: ReplayKey(keyID)), expires: expires, now: now)
+        try shards.record(shards.hashed(nonce, key: ReplayKey(keyID), expires: expires), expires: expires, now: now)
     }
 
     /// Nonces held: the unexpired ones, plus expired ones the sweep has not reached yet.
@@ -101,10 +100,10 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     /// Bytes of the shards' tables (what the guard's memory grows with).
     public var tableBytes: Int { shards.tableBytes }
 
-    /// Table resizes so far. A resize happens only while the number of live nonces grows (or,
-    /// to shrink, after it has fallen by far), and makes no record wait: the old table is
-    /// drained a few slots per record.
-    public var resizes: Int { shards.resizes }
+    /// Tables allocated so far. A second of expiry takes its table from those of seconds
+    /// already dropped; one is allocated only while the rate (nonces a second) climbs above what
+    /// the guard has seen, and none is ever rehashed.
+    public var allocations: Int { shards.allocations }
 
     /// A (key, nonce) pair as the guard stores it, for a verifier that looks the pair up early.
     struct HashedNonce {
@@ -146,19 +145,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             budget = .allocate(capacity: 1)
             budget.initialize(to: Budget(capacity))
             base = .allocate(capacity: count)
-            var made = 0
-            do throws(SignCoreError) {
-                while made < count {
-                    (base + made).initialize(to: Shard(table: try NonceTable()))
-                    made += 1
-                }
-            } catch {
-                base.deinitialize(count: made)
-                base.deallocate()
-                budget.deinitialize(count: 1)
-                budget.deallocate()
-                throw error
-            }
+            for index in 0..<count { (base + index).initialize(to: Shard(table: NonceTable())) }
         }
 
         func release() {
@@ -170,12 +157,12 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
         /// Hashes the pair and starts loading its table slots (`Shard.prefetch`), so that the
         /// cache miss of a large table overlaps the signature check that comes before `record`.
-        func hashed(_ nonce: Nonce, key: ReplayKey) -> HashedNonce {
+        func hashed(_ nonce: Nonce, key: ReplayKey, expires: Int64) -> HashedNonce {
             let hash = sc_siphash13_nonce(hashKey.0, hashKey.1, nonce.words.0, nonce.words.1, key.tag) | 1
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
-            base[shard].prefetch(hash: hash)
+            base[shard].prefetch(hash: hash, expires: expires)
             return HashedNonce(key: key.tag, hash: hash, check: check, shard: shard)
         }
 
@@ -227,11 +214,8 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         var scans: Int {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.scans } }
         }
-        var resizes: Int {
-            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.resizes } }
-        }
-        var forcedDrains: Int {
-            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.forcedDrains } }
+        var allocations: Int {
+            (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.allocations } }
         }
     }
 
@@ -268,36 +252,38 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     struct Shard: ~Copyable {
         let mutex: Locked<NonceTable>
-        /// The table's address and size, and those of the table it is draining (0 for none),
-        /// published by the first record after they change (a drain a full sweep finished is
-        /// published by the shard's next record), for `prefetch` to read without the lock.
-        let slots = AtomicWord(0), size = AtomicWord(0)
-        let drainingSlots = AtomicWord(0), drainingSize = AtomicWord(0)
+        /// For the seconds of expiry the shard's records use (by their lowest two bits), three
+        /// words: the second, and the address and size of the table taking its entries,
+        /// published by the record that changed them, for `prefetch` to read without the lock.
+        private let hints: UnsafeMutablePointer<Int64>
 
-        init(table: consuming NonceTable) { mutex = Locked(table) }
+        init(table: consuming NonceTable) {
+            mutex = Locked(table)
+            hints = .allocate(capacity: 3 * NonceTable.recentCount)
+            for index in 0..<NonceTable.recentCount { (hints + 3 * index).initialize(repeating: 0, count: 3) }
+            for index in 0..<NonceTable.recentCount { hints[3 * index] = .min }
+        }
 
-        /// Starts loading the pair's home slot in each table it may be in. The hint may be
-        /// stale after a resize, which costs a wasted prefetch, never a wrong answer
+        deinit { hints.deallocate() }
+
+        /// Starts loading the pair's home slot when its second's table is known. The hint may be
+        /// stale or half-written, which costs a wasted prefetch, never a wrong answer
         /// (prefetching never faults and `record` probes under the lock).
-        func prefetch(hash: UInt64) {
-            Self.prefetch(hash: hash, slots: slots.load(), size: size.load())
-            Self.prefetch(hash: hash, slots: drainingSlots.load(), size: drainingSize.load())
+        func prefetch(hash: UInt64, expires: Int64) {
+            let hint = hints + 3 * (Int(truncatingIfNeeded: expires) & (NonceTable.recentCount - 1))
+            guard sc_atomic_load_relaxed(hint) == expires else { return }
+            let address = sc_atomic_load_relaxed(hint + 1), count = sc_atomic_load_relaxed(hint + 2)
+            let slot = NonceTable.home(hash: hash, size: Int(count))
+            sc_prefetch_for_write(UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: address) &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
         }
 
-        private static func prefetch(hash: UInt64, slots: Int64, size: Int64) {
-            guard slots != 0 else { return }
-            let slot = NonceTable.home(hash: hash, size: Int(size))
-            sc_prefetch_for_write(UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: slots) &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
-        }
-
-        /// Refreshes the hint when the shard's tables change, under the shard's lock (so two
-        /// changes are published in their order; `prefetch` may still read a half-written pair,
-        /// which costs one wasted prefetch).
+        /// Refreshes a hint, under the shard's lock (so two changes are published in their order).
         func publish(_ layout: NonceTable.Layout) {
-            slots.store(Int64(truncatingIfNeeded: layout.address))
-            size.store(Int64(layout.size))
-            drainingSlots.store(Int64(truncatingIfNeeded: layout.drainingAddress))
-            drainingSize.store(Int64(layout.drainingSize))
+            let hint = hints + 3 * (Int(truncatingIfNeeded: layout.expires) & (NonceTable.recentCount - 1))
+            sc_atomic_store_relaxed(hint, .min)  // a reader between these stores skips its prefetch
+            sc_atomic_store_relaxed(hint + 1, Int64(truncatingIfNeeded: layout.address))
+            sc_atomic_store_relaxed(hint + 2, Int64(layout.size))
+            sc_atomic_store_relaxed(hint, layout.expires)
         }
     }
 }

@@ -186,7 +186,7 @@ public struct Verifier: Sendable {
     /// Keys of the key cache are used only when already cached (`verify` fetches them).
     public func check(_ request: ReceivedRequest, now: Int64? = nil) throws(SignCoreError) -> VerifiedRequest {
         var missing: String?
-        return try check(request, now: now ?? clock(), fetched: nil, missingKey: &missing, parsed: { _, _ in }, accepted: { _, _, _ in })
+        return try check(request, now: now ?? clock(), fetched: nil, missingKey: &missing, parsed: { _, _, _ in }, accepted: { _, _, _ in })
     }
 
     /// The checks and, with the in-memory guard, the replay record, hashed as soon as the
@@ -196,23 +196,23 @@ public struct Verifier: Sendable {
     private func checkRecording(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?,
                                 missingKey: inout String?) throws(SignCoreError) -> VerifiedRequest {
         guard let shards = inMemoryShards else {
-            return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { _, _ in }, accepted: { _, _, _ in })
+            return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { _, _, _ in }, accepted: { _, _, _ in })
         }
         var pair: InMemoryReplayGuard.HashedNonce?
-        return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { tag, nonce in
-            pair = shards.hashed(nonce, key: ReplayKey(tag: tag))
+        return try check(request, now: now, fetched: fetched, missingKey: &missingKey, parsed: { tag, nonce, expires in
+            pair = shards.hashed(nonce, key: ReplayKey(tag: tag), expires: expires)
         }, accepted: { (tag, nonce, expires) throws(SignCoreError) in
-            try shards.record(pair ?? shards.hashed(nonce, key: ReplayKey(tag: tag)), expires: expires, now: now)
+            try shards.record(pair ?? shards.hashed(nonce, key: ReplayKey(tag: tag), expires: expires), expires: expires, now: now)
         })
     }
 
-    /// The checks, telling `parsed` the key's replay tag and the nonce as soon as both are known,
-    /// and `accepted` the same with the token's expiry once every check has passed (it may
-    /// still refuse).
+    /// The checks, telling `parsed` the key's replay tag, the nonce and the token's expiry as
+    /// soon as they are known (before the time checks), and `accepted` the same once every
+    /// check has passed (it may still refuse).
     /// When the token's key is in neither the key set nor the cache and a cache is configured,
     /// `missingKey` names it (and `unknownKey` is thrown).
     private func check(_ request: ReceivedRequest, now: Int64, fetched: SigningKey?, missingKey: inout String?,
-                       parsed: (UInt64, Nonce) -> Void,
+                       parsed: (UInt64, Nonce, Int64) -> Void,
                        accepted: (UInt64, Nonce, Int64) throws(SignCoreError) -> Void) throws(SignCoreError) -> VerifiedRequest {
         // 1. The token: present, bounded, well-formed (parsed in place, nothing allocated).
         guard let header = request.wtoken else { throw SignCoreError(.missingHeader, "the request has no wtoken header") }
@@ -253,7 +253,7 @@ public struct Verifier: Sendable {
                 }
             }
             try key.withObject { (key) throws(SignCoreError) in
-                parsed(key.replayTag, token.nonce)
+                parsed(key.replayTag, token.nonce, token.created + token.lifetime)
                 try check(token, in: tokenText, request: request, method: method, target: target, now: now, key: key)
             }
             if token.accountByteCount > 0 { account = token.account(in: tokenText) }

@@ -138,7 +138,7 @@ public enum VectorCheck {
             for name in tc.verifierKeys { try keys.add(try file.key(name)) }
             for seen in tc.seen ?? [] {
                 guard let nonce = [UInt8](hex: seen.nonce).flatMap({ Nonce(bytes: $0) }) else { return ["tcId \(tc.tcId): bad nonce"] }
-                try replayGuard.record(keyID: seen.kid, nonce: nonce, expires: .max, now: 0)
+                try replayGuard.record(keyID: seen.kid, nonce: nonce, expires: seen.expires, now: tc.now)
             }
             let now = tc.now
             verifier = try Verifier(keys: keys, replayGuard: replayGuard, skew: tc.skew ?? 30, maxLifetime: tc.maxLifetime ?? 300,

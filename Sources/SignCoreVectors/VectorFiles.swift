@@ -120,10 +120,12 @@ public struct WTokenVectors: Decodable, Sendable {
         public let headers: [[String]]?
     }
 
-    /// A (key id, nonce) pair the replay guard already holds.
+    /// An entry the replay guard already holds: key id, nonce, and the expiry of the token it
+    /// recorded (SPEC §5 step 10).
     public struct Seen: Decodable, Sendable {
         public let kid: String
         public let nonce: String
+        public let expires: Int64
     }
 
     public struct RequiredHeaders: Decodable, Sendable {

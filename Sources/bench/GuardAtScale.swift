@@ -20,12 +20,12 @@ struct GuardAtScale: Codable {
     var p50: Double, p99: Double, p999: Double, max: Double  // microseconds
     /// While the guard fills from empty (the warm-up, its tables growing): p99.9 and max.
     var fillingP999: Double, fillingMax: Double
-    var resizesWhileFilling: Int
+    var tablesAllocatedWhileFilling: Int
     var tableMB: Double
     /// The process's resident memory at the end (the bench's other rows included: run
     /// `--filter "replay guard at scale"` alone to see the guard's part).
     var residentMB: Double
-    var resizesWhileMeasured: Int
+    var tablesAllocatedWhileMeasured: Int
 
     /// Runs `warmUp` simulated seconds to fill the guard, then measures `measured` seconds.
     static func run(rate: Int, lifetime: Int, warmUp: Int, measured: Int) throws -> GuardAtScale {
@@ -39,14 +39,14 @@ struct GuardAtScale: Codable {
         var latencies: [UInt32] = []
         latencies.reserveCapacity(rate * warmUp)
         var verifySeconds = 0.0
-        var resizesAtStart = 0, fillingP999 = 0.0, fillingMax = 0.0
+        var allocationsAtStart = 0, fillingP999 = 0.0, fillingMax = 0.0
         let batch = 10_000
         for second in 0..<(warmUp + measured) {
             let measuring = second >= warmUp
             if second == warmUp {
                 // The warm-up's latencies (the guard filling from empty), summed up and dropped,
                 // so that the measured seconds' resident memory does not hold them.
-                resizesAtStart = guardian.resizes
+                allocationsAtStart = guardian.allocations
                 latencies.sort()
                 (fillingP999, fillingMax) = (percentile(0.999, of: latencies), Double(latencies.last ?? 0) / 1000)
                 latencies = []
@@ -76,9 +76,9 @@ struct GuardAtScale: Codable {
                             verifiesPerSecond: Double(latencies.count) / verifySeconds,
                             p50: percentile(0.5, of: latencies), p99: percentile(0.99, of: latencies),
                             p999: percentile(0.999, of: latencies), max: Double(latencies.last ?? 0) / 1000,
-                            fillingP999: fillingP999, fillingMax: fillingMax, resizesWhileFilling: resizesAtStart,
+                            fillingP999: fillingP999, fillingMax: fillingMax, tablesAllocatedWhileFilling: allocationsAtStart,
                             tableMB: Double(guardian.tableBytes) / 1e6, residentMB: residentMB(),
-                            resizesWhileMeasured: guardian.resizes - resizesAtStart)
+                            tablesAllocatedWhileMeasured: guardian.allocations - allocationsAtStart)
     }
 
     /// The latency at fraction `p` of sorted nanoseconds, in microseconds.
@@ -95,8 +95,8 @@ struct GuardAtScale: Codable {
           latency p50 \(String(format: "%.2f", p50)) µs, p99 \(String(format: "%.2f", p99)) µs, \
         p99.9 \(String(format: "%.2f", p999)) µs, max \(String(format: "%.0f", max)) µs; \
         tables \(String(format: "%.0f", tableMB)) MB, process resident \(String(format: "%.0f", residentMB)) MB; \
-        resizes while measured: \(resizesWhileMeasured)
-          while filling from empty (\(resizesWhileFilling) resizes): p99.9 \(String(format: "%.2f", fillingP999)) µs, \
+        tables allocated while measured: \(tablesAllocatedWhileMeasured)
+          while filling from empty (\(tablesAllocatedWhileFilling) tables allocated): p99.9 \(String(format: "%.2f", fillingP999)) µs, \
         max \(String(format: "%.0f", fillingMax)) µs
         """
     }

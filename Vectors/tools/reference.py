@@ -509,7 +509,7 @@ LENGTHS = {"HS256": 32, "EdDSA": 64, "ES256": 64}
 
 
 def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True, required=None):
-    """§5 steps 1-10; returns the verified identity or raises SpecError. `seen`: (kid, nonce hex) pairs."""
+    """§5 steps 1-10; returns the verified identity or raises SpecError. `seen`: (kid, nonce hex, expires) entries."""
     if req.get("wtoken") is None:
         raise SpecError("missingHeader")
     t = parse_token(req["wtoken"])
@@ -552,7 +552,7 @@ def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), 
     si = signing_input(key.alg, key.kid, target, wh, t["created"], t["lifetime"], t["nonce"], t["account"], t["names"], digest)
     if not key.verify(si, t["signature"]):
         raise SpecError("badSignature")
-    if (key.kid, t["nonce"].hex()) in seen:
+    if (key.kid, t["nonce"].hex(), t["created"] + t["lifetime"]) in seen:
         raise SpecError("replayed")
     return dict(keyID=key.kid, account=t["account"].decode(), created=t["created"], expires=t["created"] + t["lifetime"])
 
@@ -751,7 +751,7 @@ def generate_wtoken():
             if value is not None:
                 case[name] = value
         if seen:
-            case["seen"] = [{"kid": k, "nonce": n} for k, n in seen]
+            case["seen"] = [{"kid": k, "nonce": n, "expires": e} for k, n, e in seen]
         case["request"] = request
         try:
             out = verify(keyset(keys_), request, now, 30 if skew is None else skew, 300 if max_lifetime is None else max_lifetime,
@@ -804,10 +804,10 @@ def generate_wtoken():
     add_verify("§5 step 7: other method of the same class", req("hpost", method="PUT"))
     add_verify("§5 step 5: expired at created + lifetime", req("hget"), now=CREATED + 60)
     add_verify("§5 step 5: created beyond the skew", req("hget"), now=CREATED - 31)
-    add_verify("§5 step 10: replayed nonce", req("hget"), seen=(("hmac-2026", NONCES[0].hex()),))
-    add_verify("§5 step 10: the same nonce under another key is not a replay", req("hget"), seen=((Key(KEYS["ed25519"]).kid, NONCES[0].hex()),))
+    add_verify("§5 step 10: replayed nonce", req("hget"), seen=(("hmac-2026", NONCES[0].hex(), CREATED + 60),))
+    add_verify("§5 step 10: the same nonce under another key is not a replay", req("hget"), seen=((Key(KEYS["ed25519"]).kid, NONCES[0].hex(), CREATED + 60),))
     add_verify("§5 step 10: a replay is refused after every other check passed (a forged replay is badSignature)",
-               req("hget", wtoken=tok("hget", 8, b64u(bytes(32)))), seen=(("hmac-2026", NONCES[0].hex()),))
+               req("hget", wtoken=tok("hget", 8, b64u(bytes(32)))), seen=(("hmac-2026", NONCES[0].hex(), CREATED + 60),))
     add_verify("§5 step 3: unknown key id", req("eget"), keys_=("hmac",))
     add_verify("§5 step 8: same key id, other secret (wrong key)", req("hget"), keys_=("hmacOther",))
     add_verify("§6.3 rotation: once the old key is removed its tokens are refused", req("eget"), keys_=("hmac", "ed25519Other", "p256Public"))
@@ -928,7 +928,7 @@ def generate_wtoken():
     add_verify("§5 the defaults: created 30 s ahead is accepted", req("hget"), now=CREATED - 30)
     add_verify("§5 the defaults: created 31 s ahead is refused", req("hget"), now=CREATED - 31)
     add_verify("§5 the defaults: a whash header is required", req("hget", whash=None))
-    return {"spec": "SignCore/3", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6 and §8. keys: JWKs by name. sign: deterministic cases (or what a signer refuses). verify: requests against a verifier made of verifierKeys, a replay guard already holding the (kid, nonce hex) pairs of seen, clock now; settings left out take their defaults",
+    return {"spec": "SignCore/3", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6 and §8. keys: JWKs by name. sign: deterministic cases (or what a signer refuses). verify: requests against a verifier made of verifierKeys, a replay guard already holding the entries of seen (kid, nonce hex, expires = created + lifetime of the token recorded), clock now; settings left out take their defaults",
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
 
@@ -1122,7 +1122,7 @@ def check():
                 for n in tc["verifierKeys"]:
                     k = Key(keys[n]); ks[k.kid] = k
                 try:
-                    seen = {(p["kid"], p["nonce"]) for p in tc.get("seen", [])}
+                    seen = {(p["kid"], p["nonce"], p["expires"]) for p in tc.get("seen", [])}
                     out = verify(ks, tc["request"], tc["now"], tc.get("skew", 30), tc.get("maxLifetime", 300), seen,
                                  tc.get("requireWhash", True), tc.get("requiredHeaders"))
                     expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken verify {tc['tcId']}")
