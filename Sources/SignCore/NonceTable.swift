@@ -61,11 +61,14 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         var pooledAt = Int64.min
     }
 
-    /// The tables of one live second, in the order they were added (inserts go to the last).
+    /// The tables of one live second: the one inserts go to, and those it outgrew (usually none).
     struct Second {
         var expires: Int64
-        var tables: [Table]
+        var newest: Table
+        var outgrown: [Table] = []
         var count = 0
+
+        var tables: [Table] { outgrown + [newest] }
     }
 
     /// Live seconds, at stable indices (`vacant` lists the unused ones), found through `index`.
@@ -85,6 +88,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     private var uncounted = 0
     /// The most entries a second of this shard took lately: the size of a new second's table.
     private var recentPeak = 0
+    /// The second made last, and where it is.
+    private var newestExpires = Int64.min, newestPosition = -1
 
     /// Entries held, in every live second.
     private(set) var used = 0
@@ -169,18 +174,10 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         }
         var place = -1
         if position >= 0 {
-            let tables = seconds[position].tables
-            for (number, table) in tables.enumerated() {
-                let slots = table.slots, epoch = table.epoch
-                var slot = Self.home(hash: pair.hash, size: slots.count)
-                while slots[slot].epoch == epoch {
-                    if slots[slot].holds(hash: pair.hash, check: pair.check, epoch: epoch) {
-                        throw SignCoreError(.replayed, "this token was already used")
-                    }
-                    slot = slot + 1 == slots.count ? 0 : slot + 1
-                }
-                if number == tables.count - 1 { place = slot }
+            if !seconds[position].outgrown.isEmpty {
+                for table in seconds[position].outgrown { _ = try Self.probe(table, for: pair) }
             }
+            place = try Self.probe(seconds[position].newest, for: pair)
         }
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
         if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
@@ -204,6 +201,20 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         return true
     }
 
+    /// The slot where the probe for the pair stopped, empty; `replayed` when the table holds it.
+    @inline(__always)
+    private static func probe(_ table: Table, for pair: InMemoryReplayGuard.HashedNonce) throws(SignCoreError) -> Int {
+        let slots = table.slots, epoch = table.epoch
+        var slot = home(hash: pair.hash, size: slots.count)
+        while slots[slot].epoch == epoch {
+            if slots[slot].holds(hash: pair.hash, check: pair.check, epoch: epoch) {
+                throw SignCoreError(.replayed, "this token was already used")
+            }
+            slot = slot + 1 == slots.count ? 0 : slot + 1
+        }
+        return slot
+    }
+
     /// Writes the entry into the last table of its second (at `place`, where the probe stopped,
     /// when that table has room), adding a table or the second when needed.
     private mutating func insert(_ pair: InMemoryReplayGuard.HashedNonce, keySlot: Int, expires: Int64,
@@ -213,30 +224,33 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             position = try addSecond(expires)
             place = -1
         }
-        var last = seconds[position].tables.count - 1
-        if 5 * (seconds[position].tables[last].used + 1) > 4 * seconds[position].tables[last].slots.count {
-            let grown = try table(slots: 2 * seconds[position].tables[last].slots.count)
-            seconds[position].tables.append(grown)
-            last += 1
+        if 5 * (seconds[position].newest.used + 1) > 4 * seconds[position].newest.slots.count {
+            let grown = try table(slots: 2 * seconds[position].newest.slots.count)
+            seconds[position].outgrown.append(seconds[position].newest)
+            seconds[position].newest = grown
             place = -1
             changedLayout = Layout(expires: expires, address: UInt(bitPattern: grown.slots.baseAddress), size: grown.slots.count)
         }
-        let table = seconds[position].tables[last]
+        let table = seconds[position].newest
         if place < 0 {
             place = Self.home(hash: pair.hash, size: table.slots.count)
             while table.slots[place].epoch == table.epoch { place = place + 1 == table.slots.count ? 0 : place + 1 }
         }
         table.slots[place] = Entry(hash: pair.hash, meta: UInt64(table.epoch) | (pair.check & 0xFFF) << 32 | UInt64(keySlot) << 44)
-        seconds[position].tables[last].used += 1
+        seconds[position].newest.used += 1
         seconds[position].count += 1
         recentPeak = max(recentPeak, seconds[position].count)
     }
 
     /// A live second for `expires`, with one table sized from the recent peak; its position.
     private mutating func addSecond(_ expires: Int64) throws(SignCoreError) -> Int {
+        // The peak falls by a quarter a second, but not below the second made before this one
+        // (it has taken about a second's entries): a falling rate gets smaller tables.
+        let previous = seconds.indices.contains(newestPosition) && seconds[newestPosition].expires == newestExpires
+            ? seconds[newestPosition].count : 0
+        recentPeak = max(recentPeak - recentPeak / 4, previous)
         let first = try table(slots: recentPeak + recentPeak * 3 / 5)  // at most 5/8 full at the recent peak
-        recentPeak -= recentPeak / 8  // so that a falling rate gets smaller tables
-        let second = Second(expires: expires, tables: [first])
+        let second = Second(expires: expires, newest: first)
         let position: Int
         if let reused = vacant.popLast() {
             seconds[reused] = second
@@ -246,17 +260,23 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             position = seconds.count - 1
         }
         index[expires] = position
+        (newestExpires, newestPosition) = (expires, position)
         recent[Int(truncatingIfNeeded: expires) & (Self.recentCount - 1)] = (expires, position)
         pushSoonest(expires)
         changedLayout = Layout(expires: expires, address: UInt(bitPattern: first.slots.baseAddress), size: first.slots.count)
         return position
     }
 
-    /// A table of at least `slots` slots (`size(for:)`): from the pool when one there has up to
-    /// half as many again, else newly allocated.
+    /// A table of at least `slots` slots (`size(for:)`): the smallest in the pool that fits and
+    /// has at most four times as many, else a new one. (A pooled table a little larger than the
+    /// need is reused rather than unmapped while a new one is faulted in: the rate wavers.)
     private mutating func table(slots wanted: Int) throws(SignCoreError) -> Table {
         let size = Self.size(for: wanted)
-        if let found = pool.lastIndex(where: { $0.slots.count >= size && $0.slots.count <= size + size / 2 }) {
+        var found: Int?
+        for (index, table) in pool.enumerated() where table.slots.count >= size && table.slots.count <= 4 * size {
+            if found.map({ table.slots.count < pool[$0].slots.count }) ?? true { found = index }
+        }
+        if let found {
             var table = pool.remove(at: found)
             if table.epoch == .max {  // 4 billion reuses: zero it once rather than wrap
                 table.slots.update(repeating: Entry(hash: 0, meta: 0))
@@ -297,7 +317,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
                 table.pooledAt = now
                 if table.used > 0, perKey.isCounting { uncounting.append(table) } else { pool.append(table) }
             }
-            seconds[position] = Second(expires: .min, tables: [])
+            seconds[position] = Second(expires: .min, newest: Table(slots: UnsafeMutableBufferPointer(start: nil, count: 0), epoch: 0))
             vacant.append(position)
             let cached = Int(truncatingIfNeeded: first) & (Self.recentCount - 1)
             if recent[cached].expires == first { recent[cached] = (.min, 0) }

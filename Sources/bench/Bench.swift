@@ -24,6 +24,7 @@ struct Bench: AsyncParsableCommand {
 
     func run() async throws {
         let settings = quick ? Settings.quick : .full
+        if quick { AlgorithmFixture.warmUpSeconds = 0 }
         let machine = Machine.current()
         print("SignCore bench, \(quick ? "quick" : "full") run: \(settings.repetitions) samples of \(settings.sampleSeconds) s per operation and per floor, interleaved")
         print("Machine: \(machine.summary)\n")

@@ -300,6 +300,7 @@ enum Catalogue {
                        guardOff: Bool = false) throws -> Timed {
         let signer = try algorithm.signer()
         let verifier = algorithm.verifier
+        if !guardOff { try algorithm.warmUpGuard(request) }
         return { iterations in
             let batches = (0..<workers).map { _ in (try? signedRequests(signer, request, count: iterations / workers)) ?? [] }
             return await parallel(workers: workers, onPool: onPool) { worker in
