@@ -190,11 +190,15 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         if credits == 0, now != scannedAt { sweepAll(now: now) }
         guard credits > 0 else { return false }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
-        do throws(SignCoreError) {
-            try insert(pair, keySlot: keySlot, expires: expires, at: position, place: place)
-        } catch {
-            if keySlot != 0 { perKey.remove(slot: keySlot) }
-            throw error
+        if position >= 0, 5 * (seconds[position].newest.used + 1) <= 4 * seconds[position].newest.slots.count {
+            write(pair, keySlot: keySlot, at: place, in: position)  // the usual case: the second and its room exist
+        } else {
+            do throws(SignCoreError) {
+                try insert(pair, keySlot: keySlot, expires: expires, at: position)
+            } catch {
+                if keySlot != 0 { perKey.remove(slot: keySlot) }
+                throw error
+            }
         }
         used += 1
         credits -= 1
@@ -215,31 +219,31 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         return slot
     }
 
-    /// Writes the entry into the last table of its second (at `place`, where the probe stopped,
-    /// when that table has room), adding a table or the second when needed.
-    private mutating func insert(_ pair: InMemoryReplayGuard.HashedNonce, keySlot: Int, expires: Int64,
-                                 at position: Int, place: Int) throws(SignCoreError) {
-        var position = position, place = place
-        if position < 0 {
-            position = try addSecond(expires)
-            place = -1
-        }
-        if 5 * (seconds[position].newest.used + 1) > 4 * seconds[position].newest.slots.count {
-            let grown = try table(slots: 2 * seconds[position].newest.slots.count)
-            seconds[position].outgrown.append(seconds[position].newest)
-            seconds[position].newest = grown
-            place = -1
-            changedLayout = Layout(expires: expires, address: UInt(bitPattern: grown.slots.baseAddress), size: grown.slots.count)
-        }
+    /// Writes the entry at `place` (where the probe stopped, empty) in the newest table of the
+    /// second at `position`.
+    @inline(__always)
+    private mutating func write(_ pair: InMemoryReplayGuard.HashedNonce, keySlot: Int, at place: Int, in position: Int) {
         let table = seconds[position].newest
-        if place < 0 {
-            place = Self.home(hash: pair.hash, size: table.slots.count)
-            while table.slots[place].epoch == table.epoch { place = place + 1 == table.slots.count ? 0 : place + 1 }
-        }
         table.slots[place] = Entry(hash: pair.hash, meta: UInt64(table.epoch) | (pair.check & 0xFFF) << 32 | UInt64(keySlot) << 44)
         seconds[position].newest.used += 1
         seconds[position].count += 1
         recentPeak = max(recentPeak, seconds[position].count)
+    }
+
+    /// Adds the second (at no `position`) or, when its newest table is 80 % full, a table twice
+    /// as large to its chain, then writes the entry there.
+    private mutating func insert(_ pair: InMemoryReplayGuard.HashedNonce, keySlot: Int, expires: Int64,
+                                 at position: Int) throws(SignCoreError) {
+        var position = position
+        if position < 0 {
+            position = try addSecond(expires)
+        } else {
+            let grown = try table(slots: 2 * seconds[position].newest.slots.count)
+            seconds[position].outgrown.append(seconds[position].newest)
+            seconds[position].newest = grown
+            changedLayout = Layout(expires: expires, address: UInt(bitPattern: grown.slots.baseAddress), size: grown.slots.count)
+        }
+        write(pair, keySlot: keySlot, at: try Self.probe(seconds[position].newest, for: pair), in: position)
     }
 
     /// A live second for `expires`, with one table sized from the recent peak; its position.
