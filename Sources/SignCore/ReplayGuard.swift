@@ -1,13 +1,15 @@
 import CSignBytes
 
 /// Remembers the nonces of accepted tokens until they expire, so each token is accepted once
-/// (SPEC §5, step 9). Entries are keyed by (key id, nonce): a nonce seen under one key never
+/// (SPEC §5, step 10). Entries are (key id, nonce, expiry): a nonce seen under one key never
 /// blocks the same nonce under another, so nobody who sees a victim's token can get it refused
-/// by spending its nonce first under a key of their own (as DPoP keys `jti` per sender key).
+/// by spending its nonce first under a key of their own (as DPoP keys `jti` per sender key); a
+/// replay repeats its token's signed expiry, so a guard may look for it under that expiry alone
+/// (and may, like the PostgreSQL guard, also refuse the nonce under another expiry).
 /// Implementations shared by a fleet of verifiers (a database) sit behind this same protocol.
 public protocol ReplayGuard: Sendable {
     /// Records `nonce` of the key `keyID` as used until `expires` (seconds). Throws `replayed`
-    /// when the pair is already recorded and not yet expired; `overloaded` when it cannot record
+    /// when the entry is already recorded and not yet expired; `overloaded` when it cannot record
     /// it (a guard never forgets an unexpired nonce to make room); `expired` when `expires` is
     /// not after a time up to which the guard has already forgotten entries (the clock stepped
     /// back: the token could be a replay the guard can no longer recognise).
@@ -16,30 +18,35 @@ public protocol ReplayGuard: Sendable {
 
 /// An in-process replay guard, bounded in memory by `capacity`.
 ///
-/// - **Expiry and resizing** run continuously, a few slots per record (`NonceTable`): no
-///   verify waits on more than that, while the guard fills up as in a steady state, and memory
-///   follows the live nonces (about 24–32 bytes each: 6 million, 100,000 verifies a second of
-///   60-second tokens, in about 160–200 MB).
+/// - **One table per second of expiry** (`NonceTable`): a record looks only in the tables of
+///   its token's expiry second, which hold about a second of nonces whatever the lifetime, so
+///   its random slot is far likelier to be in cache than in a table of every live nonce. A
+///   second is dropped whole once it has passed and its tables reused for a later second; no
+///   table is ever rehashed, and no verify waits on more than dropping the seconds that passed
+///   since its shard's last record. Memory follows the live nonces (about 28 bytes each in a
+///   steady state: 6 million, 100,000 verifies a second of 60-second tokens, in about 175 MB),
+///   plus at least 256 bytes per second of lifetime and shard.
 /// - **Sizing**: `capacity` = the peak rate of accepted requests × the longest token lifetime
 ///   (plus the verifier's skew). The default, 6 million, is 100,000 verifies a second of
 ///   60-second tokens, or 20,000 a second of 300-second ones.
 /// - **Identity**: an entry is 63 bits of a keyed hash of (key, nonce) and 12 check bits of the
-///   nonce and key. Two different pairs in one probe run agree on the hash bits that placed
-///   them (up to about 25), so a fresh token is mistaken for a replay with probability about
-///   2⁻⁵⁰ per entry compared, a few per record: at 100,000 verifies a second, about once a
-///   century. Nobody can aim at it: the hash is SipHash-1-3 under a random key of the guard's own.
+///   nonce and key, in the table of its expiry second. Two different pairs in one probe run
+///   agree on the hash bits that placed them (at most about 25), so a fresh token is mistaken
+///   for a replay with probability about 2⁻⁵⁰ per entry compared, a few per record: at 100,000
+///   verifies a second, about once a century. Nobody can aim at it: the hash is SipHash-1-3
+///   under a random key of the guard's own.
 ///
 /// - **Capacity**: refuses (`overloaded`) only when the guard as a whole holds `capacity`
 ///   unexpired nonces. Shards take room from one shared budget in small batches and give it
-///   back when their entries expire; before refusing, every shard is swept for expired entries
+///   back when their seconds expire; before refusing, every shard drops its expired seconds
 ///   (at most once per second of `now`, so a flood against a full guard cannot make every
-///   verify rescan it), and the room that other shards hold unused is gathered: a refusal
-///   means the guard holds `capacity` nonces.
+///   verify redo it), and the room that other shards hold unused is gathered: a refusal means
+///   the guard holds `capacity` nonces.
 /// - **Fairness**: one key id may hold at most `maxShare` of the capacity, so a single key
 ///   holder cannot lock out every other key. The bound is kept per shard (share × capacity /
 ///   shards each; nonces spread evenly by a keyed hash), so a key is first refused within a few
 ///   percent of its share.
-/// - **Clock steps**: each shard remembers the latest expiry among the entries it dropped and
+/// - **Clock steps**: each shard remembers the latest second it dropped and
 ///   refuses, as `expired`, any token whose expiry is not after it; a clock moved back can
 ///   therefore never bring back a token whose nonce was forgotten.
 ///
@@ -94,7 +101,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         try shards.record(shards.hashed(nonce, key: ReplayKey(keyID), expires: expires), expires: expires, now: now)
     }
 
-    /// Nonces held: the unexpired ones, plus expired ones the sweep has not reached yet.
+    /// Nonces held: the unexpired ones, plus those of seconds passed since their shard's last record.
     public var count: Int { shards.count }
 
     /// Bytes of the shards' tables (what the guard's memory grows with).
@@ -174,7 +181,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         }
 
         /// The shared budget is spent: gather the room every shard holds unused, after dropping
-        /// their expired entries (a full sweep, once per second of `now`), and try once more.
+        /// their expired seconds (once per second of `now`), and try once more.
         /// Refused only when no shard has room left.
         @inline(never)
         private func recordWithRoomGathered(_ pair: HashedNonce, expires: Int64, now: Int64) throws(SignCoreError) {
@@ -210,7 +217,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.bytes } }
         }
 
-        /// Full sweeps and resizes of every shard so far (for tests).
+        /// Full sweeps and tables allocated, of every shard so far (for tests).
         var scans: Int {
             (0..<shardCount).reduce(0) { total, index in total + base[index].mutex.withLock { $0.scans } }
         }
