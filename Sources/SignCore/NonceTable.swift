@@ -23,9 +23,11 @@ import Darwin
 /// share, uncounting `uncountPerRecord` slots of dropped tables.
 ///
 /// Sizing: a second's first table is sized from the most entries a second of this shard has
-/// taken lately (5/8 full at that peak); a second that outgrows its table (80 %) gets another,
-/// twice as large, in its chain, and a record looks in each (usually one; a few while the rate
-/// climbs). No table is ever rehashed. In a steady state, tables are a little over half full:
+/// taken lately (5/8 full at that peak), unless the live tables already hold several times the
+/// live entries (then 16 slots: memory stays proportional to the entries however they are
+/// spread over seconds); a second that outgrows its table (80 %) gets another, twice as large,
+/// in its chain, and a record looks in each (usually one; a few while the rate climbs). No
+/// table is ever rehashed. In a steady state, tables are a little over half full:
 /// about 28 bytes a live nonce, and one table per second of lifetime and shard (at least 16
 /// slots: 256 bytes).
 /// `@unchecked Sendable`: its memory is reached only through its shard's lock.
@@ -93,6 +95,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     /// Entries held, in every live second.
     private(set) var used = 0
+    /// Slots of the live seconds' tables.
+    private var liveSlots = 0
     /// Slots of the guard's budget this shard holds and has not used yet.
     private(set) var credits = 0
     /// Entries per key, when the guard bounds each key's share.
@@ -241,6 +245,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             let grown = try table(slots: 2 * seconds[position].newest.slots.count)
             seconds[position].outgrown.append(seconds[position].newest)
             seconds[position].newest = grown
+            liveSlots += grown.slots.count
             changedLayout = Layout(expires: expires, address: UInt(bitPattern: grown.slots.baseAddress), size: grown.slots.count)
         }
         write(pair, keySlot: keySlot, at: try Self.probe(seconds[position].newest, for: pair), in: position)
@@ -253,7 +258,15 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         let previous = seconds.indices.contains(newestPosition) && seconds[newestPosition].expires == newestExpires
             ? seconds[newestPosition].count : 0
         recentPeak = max(recentPeak - recentPeak / 4, previous)
-        let first = try table(slots: recentPeak + recentPeak * 3 / 5)  // at most 5/8 full at the recent peak
+        // At most 5/8 full at the recent peak; but a second that starts with no entries takes
+        // such a table only while the live tables stay within a few times the live entries and
+        // that peak: otherwise nonces spread over many seconds (a key holder choosing its
+        // tokens' lifetimes) would cost a peak-sized table each. Such a second starts small and
+        // doubles.
+        var wanted = recentPeak + recentPeak * 3 / 5
+        if liveSlots + wanted > 4 * used + 2 * wanted { wanted = Self.minimumSize }
+        let first = try table(slots: wanted)
+        liveSlots += first.slots.count
         let second = Second(expires: expires, newest: first)
         let position: Int
         if let reused = vacant.popLast() {
@@ -316,6 +329,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             let second = seconds[position]
             droppedThrough = max(droppedThrough, second.expires)
             used -= second.count
+            liveSlots -= second.tables.reduce(0) { $0 + $1.slots.count }
             credits += second.count
             for var table in second.tables {
                 table.pooledAt = now

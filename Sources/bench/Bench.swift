@@ -58,8 +58,8 @@ struct Bench: AsyncParsableCommand {
         var guardCosts: [GuardCost] = []
         if !quick, selected("replay guard cost") {
             print("\nReplay guard cost by nonces held (HS256 GET, simulated clock; check and verify of the same requests)")
-            for (rate, lifetime, shards) in GuardCost.populations {
-                let row = try GuardCost.run(rate: rate, lifetime: lifetime, shards: shards)
+            for (rate, lifetime) in GuardCost.populations {
+                let row = try GuardCost.run(rate: rate, lifetime: lifetime)
                 print(row.line)
                 guardCosts.append(row)
             }
