@@ -340,8 +340,9 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
             let cached = Int(truncatingIfNeeded: first) & (Self.recentCount - 1)
             if recent[cached].expires == first { recent[cached] = (.min, 0) }
         }
+        let stale = now > .min + 2 ? now - 2 : .min  // (no overflow for any `now` a caller passes)
         pool.removeAll { table in
-            guard table.pooledAt < now - 2 else { return false }
+            guard table.pooledAt < stale else { return false }
             Self.release(table.slots)
             return true
         }

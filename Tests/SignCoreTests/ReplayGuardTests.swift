@@ -144,6 +144,18 @@ import Testing
         try guardian.record(keyID: "flooder", nonce: .random(), expires: 300, now: 200)
     }
 
+    /// Times at the ends of the range (a caller's clock, a token's expiry) are answers, never traps.
+    @Test func extremeTimesAreNotATrap() throws {
+        let guardian = try InMemoryReplayGuard(capacity: 100, maxShare: 0.5)
+        for (expires, now) in [(Int64.max, Int64.min), (Int64.max, Int64.max - 1), (Int64.min + 1, Int64.min),
+                               (Int64.min + 2, Int64.min + 1), (0, Int64.min + 1)] {  // the fourth drops the second Int64.min + 1
+            try guardian.record(keyID: Self.key, nonce: .random(), expires: expires, now: now)
+        }
+        let past = #expect(throws: SignCoreError.self) { try guardian.record(keyID: Self.key, nonce: .random(), expires: Int64.min, now: Int64.min) }
+        #expect(past?.code == .expired)
+        try guardian.record(keyID: Self.key, nonce: .random(), expires: Int64.max, now: Int64.max - 1)
+    }
+
     @Test func badConfigurationIsAnErrorNotATrap() {
         for (capacity, share) in [(0, 0.5), (-1, 0.5), (10, 0), (10, 1.5), (10, -0.1)] {
             let error = #expect(throws: SignCoreError.self) { _ = try InMemoryReplayGuard(capacity: capacity, maxShare: share) }
