@@ -29,13 +29,8 @@ struct GuardAtScale: Codable {
 
     /// Runs `warmUp` simulated seconds to fill the guard, then measures `measured` seconds.
     static func run(rate: Int, lifetime: Int, warmUp: Int, measured: Int) throws -> GuardAtScale {
-        let clock = SimulatedClock(1_790_000_000)
-        let key = try SigningKey.hmac(secret: pattern(32))
-        let signer = try Signer(key: key, lifetime: Int64(lifetime), clock: clock.seconds)
-        let guardian = try InMemoryReplayGuard(capacity: rate * lifetime * 5 / 4, maxShare: 1)
-        let verifier = try Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: guardian, maxLifetime: Int64(lifetime),
-                                    clock: clock.seconds)
-        let url = RequestFixture.getURL
+        let node = try SimulatedNode(rate: rate, lifetime: lifetime)
+        let (clock, guardian, verifier) = (node.clock, node.guardian, node.verifier)
         var latencies: [UInt32] = []
         latencies.reserveCapacity(rate * warmUp)
         var verifySeconds = 0.0
@@ -55,11 +50,7 @@ struct GuardAtScale: Codable {
             var done = 0
             while done < rate {
                 let count = min(batch, rate - done)
-                let requests = try (0..<count).map { _ in
-                    let headers = try signer.sign(method: .get, url: url)
-                    return ReceivedRequest(method: "GET", url: String(decoding: Array(url.utf8), as: UTF8.self),
-                                           whash: headers.whash, wtoken: headers.wtoken)
-                }
+                let requests = try node.requests(count)
                 for index in requests.indices {
                     let start = DispatchTime.now().uptimeNanoseconds
                     _ = try verifier.verifySynchronously(requests[index])
@@ -106,6 +97,33 @@ struct GuardAtScale: Codable {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
               let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return 0 }
         return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1e6
+    }
+}
+
+/// An HS256 signer and verifier on one simulated clock, with an in-memory guard sized for
+/// rate × lifetime nonces.
+struct SimulatedNode {
+    let clock = SimulatedClock(1_790_000_000)
+    let signer: Signer
+    let guardian: InMemoryReplayGuard
+    let verifier: Verifier
+
+    init(rate: Int, lifetime: Int) throws {
+        let key = try SigningKey.hmac(secret: pattern(32))
+        signer = try Signer(key: key, lifetime: Int64(lifetime), clock: clock.seconds)
+        guardian = try InMemoryReplayGuard(capacity: rate * lifetime * 5 / 4, maxShare: 1)
+        verifier = try Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: guardian, maxLifetime: Int64(lifetime),
+                                clock: clock.seconds)
+    }
+
+    /// `count` GETs of the bench URL signed now, each with its own URL string.
+    func requests(_ count: Int) throws -> [ReceivedRequest] {
+        let url = RequestFixture.getURL
+        return try (0..<count).map { _ in
+            let headers = try signer.sign(method: .get, url: url)
+            return ReceivedRequest(method: "GET", url: String(decoding: Array(url.utf8), as: UTF8.self),
+                                   whash: headers.whash, wtoken: headers.wtoken)
+        }
     }
 }
 

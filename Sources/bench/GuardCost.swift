@@ -26,25 +26,16 @@ struct GuardCost: Codable {
     static let populations = [(100_000, 1), (100_000, 60), (1_500_000, 1), (1_500_000, 10)]
 
     static func run(rate: Int, lifetime: Int, measuredSeconds: Int = 3) throws -> GuardCost {
-        let clock = SimulatedClock(1_790_000_000)
-        let key = try SigningKey.hmac(secret: pattern(32))
-        let signer = try Signer(key: key, lifetime: Int64(lifetime), clock: clock.seconds)
-        let guardian = try InMemoryReplayGuard(capacity: rate * lifetime * 5 / 4, maxShare: 1)
-        let verifier = try Verifier(keys: try KeySet([key.publicOnly()]), replayGuard: guardian, maxLifetime: Int64(lifetime),
-                                    clock: clock.seconds)
-        let url = RequestFixture.getURL
-        let warmUp = lifetime + 2  // past the first expiries: the sweep is deleting as it goes
+        let node = try SimulatedNode(rate: rate, lifetime: lifetime)
+        let (clock, guardian, verifier) = (node.clock, node.guardian, node.verifier)
+        let warmUp = lifetime + 2  // past the first expiries: seconds are being dropped and their tables reused
         var checkNanoseconds = 0.0, verifyNanoseconds = 0.0, measured = 0
         var checkFirst = false
         for second in 0..<(warmUp + measuredSeconds) {
             var done = 0
             while done < rate {
                 let count = min(20_000, rate - done)
-                let requests = try (0..<count).map { _ in
-                    let headers = try signer.sign(method: .get, url: url)
-                    return ReceivedRequest(method: "GET", url: String(decoding: Array(url.utf8), as: UTF8.self),
-                                           whash: headers.whash, wtoken: headers.wtoken)
-                }
+                let requests = try node.requests(count)
                 done += count
                 guard second >= warmUp else {
                     for index in requests.indices { _ = try verifier.verifySynchronously(requests[index]) }
