@@ -70,7 +70,8 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     /// - Parameter shardCount: independent locks and tables; by default one per 65,536 nonces
     ///   of capacity, at most 16 (`defaultShardCount`).
     /// Throws `invalidConfiguration` for a capacity below 1, a share outside (0, 1] or a shard
-    /// count below 1, and `overloaded` when the first tables cannot be allocated.
+    /// count below 1, and `cryptoFailure` when the operating system gives no random hash key.
+    /// (Tables are allocated as seconds need them: a record that cannot have one is `overloaded`.)
     public init(capacity: Int = 6_000_000, maxShare: Double = 0.5, shardCount: Int? = nil) throws(SignCoreError) {
         guard capacity >= 1 else {
             throw SignCoreError(.invalidConfiguration, "the replay guard capacity must be at least 1")
@@ -90,8 +91,8 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
     /// One shard per 65,536 nonces of capacity, at most 16: enough locks that concurrent
     /// verifiers rarely meet on one, few enough that a shard's table for a second of expiry
-    /// holds many entries (at 1.5 million verifies a second, 16 shards' tables are 4 MiB each,
-    /// in huge pages), and that a low rate of long-lived tokens, one small table per second and
+    /// holds many entries (at 1.5 million verifies a second, a shard's table for a second is
+    /// about 2.4 MB, in huge pages), and that a low rate of long-lived tokens, one small table per second and
     /// shard, costs little memory.
     static func defaultShardCount(capacity: Int) -> Int {
         max(1, min(16, capacity / 65_536))
