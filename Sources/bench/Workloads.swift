@@ -105,15 +105,20 @@ final class AlgorithmFixture: @unchecked Sendable {
     nonisolated(unsafe) static var warmUpSeconds = 11.0
     private var warm = false
 
-    /// Verifies fresh requests for `warmUpSeconds`, once per fixture (HMAC only: the curves'
-    /// verifies are too slow for their guard to leave the caches).
+    /// Brings this fixture's guard to its steady state, once (HMAC only: the curves' verifies
+    /// are too slow for their guard to leave the caches).
     func warmUpGuard(_ request: RequestFixture) throws {
-        guard key.algorithm == .hmacSHA256, !warm, Self.warmUpSeconds > 0 else { return }
+        guard key.algorithm == .hmacSHA256, !warm else { return }
         warm = true
         let signer = try signer()
-        let end = DispatchTime.now().uptimeNanoseconds + UInt64(Self.warmUpSeconds * 1e9)
+        try Self.warmUp(verifier) { count in try Catalogue.signedRequests(signer, request, count: count) }
+    }
+
+    /// Verifies batches of fresh requests from `requests` for `warmUpSeconds`.
+    static func warmUp(_ verifier: Verifier, _ requests: (Int) throws -> [ReceivedRequest]) throws {
+        let end = DispatchTime.now().uptimeNanoseconds + UInt64(warmUpSeconds * 1e9)
         while DispatchTime.now().uptimeNanoseconds < end {
-            for received in try Catalogue.signedRequests(signer, request, count: 10_000) { _ = try verifier.verifySynchronously(received) }
+            for received in try requests(10_000) { _ = try verifier.verifySynchronously(received) }
         }
     }
 
