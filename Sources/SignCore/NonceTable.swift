@@ -375,7 +375,8 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         uncount(slots: .max)
     }
 
-    /// Hands back every credit, after a full sweep when `scan` (at most once per `now`);
+    /// Hands back every credit, after a full sweep (expired seconds dropped, dropped tables
+    /// uncounted) when `scan` (at most once per `now`);
     /// returns the credits handed back.
     mutating func handBack(now: Int64, scan: Bool) -> Int {
         if scan, now != scannedAt { sweepAll(now: now) }

@@ -14,7 +14,7 @@ import SignCore
 struct GuardAtScale: Codable {
     var rate: Int
     var lifetime: Int
-    /// Nonces the guard held at the end (live ones plus those the sweep has not reached).
+    /// Nonces the guard held at the end (live ones plus those of seconds passed since their shard's last record).
     var held: Int
     var verifiesPerSecond: Double
     var p50: Double, p99: Double, p999: Double, max: Double  // microseconds
