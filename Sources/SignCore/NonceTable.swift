@@ -34,7 +34,7 @@ import Darwin
 struct NonceTable: ~Copyable, @unchecked Sendable {
     /// 16 bytes: four to a cache line.
     struct Entry {
-        /// The keyed hash of (key, nonce), lowest bit set. Its high 32 bits picked the shard, its
+        /// The keyed hash of (key, nonce) (occupancy is the epoch's, so all 64 bits count). Its high 32 bits picked the shard, its
         /// low 32 the home slot.
         var hash: UInt64
         /// The table's epoch when written (low 32 bits: a slot of another epoch is empty), 12
@@ -45,7 +45,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         var epoch: UInt32 { UInt32(truncatingIfNeeded: meta) }
         var keySlot: Int { Int(meta >> 44) }
 
-        /// Whether this entry, found in a table of `epoch`, holds the pair: 63 bits of keyed
+        /// Whether this entry, found in a table of `epoch`, holds the pair: 64 bits of keyed
         /// hash and 12 check bits.
         @inline(__always)
         func holds(hash: UInt64, check: UInt64, epoch: UInt32) -> Bool {
@@ -104,7 +104,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// The latest expiry of an entry dropped so far: a token that expired at or before it may
     /// have been forgotten, so such a token is refused (the clock may have stepped back).
     private(set) var droppedThrough = Int64.min
-    /// Full uncounts (`sweepAll`) and fresh tables allocated so far (for tests), and the `now`
+    /// Full passes (`dropAllExpired`) and fresh tables allocated so far (for tests), and the `now`
     /// of the last full uncount.
     private(set) var scans = 0
     private(set) var allocations = 0
@@ -185,13 +185,13 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
         }
         let countsKeys = perKeyLimit != .max  // a guard without a share per key keeps no counts
         if countsKeys, perKey.count(of: pair.key) >= perKeyLimit {
-            if now != scannedAt { sweepAll(now: now) }
+            if now != scannedAt { dropAllExpired(now: now) }
             guard perKey.count(of: pair.key) < perKeyLimit else {
                 throw SignCoreError(.overloaded, "this key holds its share of the replay guard; retry later")
             }
         }
         if credits == 0 { credits = borrow() }
-        if credits == 0, now != scannedAt { sweepAll(now: now) }
+        if credits == 0, now != scannedAt { dropAllExpired(now: now) }
         guard credits > 0 else { return false }
         let keySlot = countsKeys ? try perKey.add(pair.key) : 0
         if position >= 0, 5 * (seconds[position].newest.used + 1) <= 4 * seconds[position].newest.slots.count {
@@ -368,7 +368,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     /// Drops what has expired and finishes uncounting (at most once per `now`: a flood against a
     /// full guard cannot make every verify do it).
-    private mutating func sweepAll(now: Int64) {
+    private mutating func dropAllExpired(now: Int64) {
         scans += 1
         scannedAt = now
         drop(through: now)
@@ -379,7 +379,7 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
     /// uncounted) when `scan` (at most once per `now`);
     /// returns the credits handed back.
     mutating func handBack(now: Int64, scan: Bool) -> Int {
-        if scan, now != scannedAt { sweepAll(now: now) }
+        if scan, now != scannedAt { dropAllExpired(now: now) }
         defer { credits = 0 }
         return credits
     }

@@ -29,7 +29,7 @@ public protocol ReplayGuard: Sendable {
 /// - **Sizing**: `capacity` = the peak rate of accepted requests × the longest token lifetime
 ///   (plus the verifier's skew). The default, 6 million, is 100,000 verifies a second of
 ///   60-second tokens, or 20,000 a second of 300-second ones.
-/// - **Identity**: an entry is 63 bits of a keyed hash of (key, nonce) and 12 check bits of the
+/// - **Identity**: an entry is 64 bits of a keyed hash of (key, nonce) and 12 check bits of the
 ///   nonce and key, in the table of its expiry second. Two different pairs in one probe run
 ///   agree on the hash bits that placed them (at most about 25), so a fresh token is mistaken
 ///   for a replay with probability about 2⁻⁵⁰ per entry compared, a few per record: at 100,000
@@ -117,7 +117,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
     struct HashedNonce {
         /// The key's tag.
         let key: UInt64
-        /// Keyed hash of (key, nonce), lowest bit set: the high 32 bits pick the shard, the low
+        /// Keyed hash of (key, nonce): the high 32 bits pick the shard, the low
         /// 32 the slot, and all of it is compared.
         let hash: UInt64
         /// 12 more bits compared, from the nonce and key directly (not from `hash`, whose
@@ -166,7 +166,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         /// Hashes the pair and starts loading its table slots (`Shard.prefetch`), so that the
         /// cache miss of a large table overlaps the signature check that comes before `record`.
         func hashed(_ nonce: Nonce, key: ReplayKey, expires: Int64) -> HashedNonce {
-            let hash = sc_siphash13_nonce(hashKey.0, hashKey.1, nonce.words.0, nonce.words.1, key.tag) | 1
+            let hash = sc_siphash13_nonce(hashKey.0, hashKey.1, nonce.words.0, nonce.words.1, key.tag)
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
