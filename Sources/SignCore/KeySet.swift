@@ -1,3 +1,5 @@
+import CSignBytes
+
 /// The keys a verifier accepts, by key id (SPEC §6.3). Several keys are active at once, so a
 /// new key can be added before clients use it and the old one removed after they stop:
 /// rotation without downtime.
@@ -8,18 +10,53 @@ public struct KeySet: Sendable {
     private var list: [SigningKey] = []
     private static let listLookupLimit = 8
     /// For more keys, an open-addressing index by `idHash`, at most half full (a quarter after
-    /// it is built again, on a removal or when it would pass half). Each place holds the id's
-    /// hash and the key itself (unretained: `list` holds it), so a probe compares hashes
-    /// without touching another key's memory, and the key is one load away from its place: in a
-    /// large set, the place, the key and the key's secret states are all the cache misses a
-    /// lookup has. Unkeyed on purpose: lookups never insert, so a token's id can only walk the
-    /// chains the operator's own key ids made.
+    /// it is built again, on a removal or when it would pass half). Each place is one cache line
+    /// holding all a lookup reads: the id's hash, its length and first bytes, the key itself
+    /// (unretained: `list` holds it) and where the key's secret states are. So a lookup in a
+    /// large set, whose keys lie anywhere in memory and out of the caches, waits for one cache
+    /// miss, its place, and starts loading the key and its states before it returns (README,
+    /// Performance: many keys). Unkeyed on purpose: lookups never insert, so a token's id can
+    /// only walk the chains the operator's own key ids made.
     private var index: [IndexPlace] = []
 
-    private struct IndexPlace {
+    /// `@unchecked Sendable`: its pointers reach keys `list` holds, which are immutable.
+    struct IndexPlace: @unchecked Sendable {
         var hash: UInt64 = 0
         /// nil for an empty place.
         var key: Unmanaged<SigningKey>?
+        /// The key's prepared secret states (empty when its backend has none to load).
+        var secret = UnsafeRawBufferPointer(start: nil, count: 0)
+        /// The id's length (first byte), then its first `inlineIDBytes` bytes.
+        var id: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+        static let inlineIDBytes = 31
+
+        init() {}
+
+        init(hash: UInt64, key: SigningKey) {
+            self.hash = hash
+            self.key = Unmanaged.passUnretained(key)
+            secret = key.preparedSecret
+            let idBytes = key.idBytes
+            withUnsafeMutableBytes(of: &id) { bytes in
+                bytes[0] = UInt8(idBytes.count)
+                let head = min(idBytes.count, Self.inlineIDBytes)
+                UnsafeMutableRawBufferPointer(rebasing: bytes[1...head]).copyMemory(from: UnsafeRawBufferPointer(rebasing: idBytes[..<head]))
+            }
+        }
+
+        /// Whether the place holds the key of `id`, whose `idHash` is `hash`: the hash, the length
+        /// and the first bytes compared here, any further bytes in the key.
+        @inline(__always)
+        func holds(_ id: UnsafeRawBufferPointer, hash: UInt64) -> Bool {
+            guard self.hash == hash, let key else { return false }
+            let head = min(id.count, Self.inlineIDBytes)
+            let inlineMatches = withUnsafeBytes(of: self.id) { inline in
+                inline[0] == id.count && bytesEqual(UnsafeRawBufferPointer(rebasing: inline[1...head]), UnsafeRawBufferPointer(rebasing: id[..<head]))
+            }
+            guard inlineMatches, id.count > head else { return inlineMatches }
+            return key.withObject { bytesEqual(UnsafeRawBufferPointer(rebasing: $0.idBytes[head...]), UnsafeRawBufferPointer(rebasing: id[head...])) }
+        }
     }
 
     public init() {}
@@ -76,13 +113,15 @@ public struct KeySet: Sendable {
 
     /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes),
     /// without taking a reference (the set holds the key): on the verifier's path, shared by
-    /// every thread, a reference count would be a contended cache line. (Inlined into the
+    /// every thread, a reference count would be a contended cache line. A key found has its
+    /// object and secret states on their way into the cache (`prefetch`). (Inlined into the
     /// verifier: a call would cost a frame of its own per verify.)
     @inline(__always)
     func unretainedKey(id: UnsafeRawBufferPointer) -> Unmanaged<SigningKey>? {
         if list.count <= Self.listLookupLimit {
             return list.withUnsafeBufferPointer { list in
                 for index in list.indices where bytesEqual(list[index].idBytes, id) {
+                    Self.prefetch(list[index].preparedSecret)
                     return Unmanaged.passUnretained(list[index])
                 }
                 return nil
@@ -93,11 +132,26 @@ public struct KeySet: Sendable {
             let mask = index.count - 1
             var place = Int(truncatingIfNeeded: hash) & mask
             while let key = index[place].key {
-                if index[place].hash == hash, key.withObject({ bytesEqual($0.idBytes, id) }) { return key }
+                if index[place].holds(id, hash: hash) {
+                    Self.prefetch(index[place].secret)
+                    Self.prefetch(UnsafeRawBufferPointer(start: key.toOpaque(), count: Self.keyObjectBytes))
+                    return key
+                }
                 place = (place + 1) & mask
             }
             return nil
         }
+    }
+
+    /// The bytes of a key object the verifier reads (its fields up to the key id), prefetched
+    /// with its states.
+    private static let keyObjectBytes = 192
+
+    /// Starts loading `bytes` into the cache, a line at a time (prefetching never faults).
+    @inline(__always)
+    private static func prefetch(_ bytes: UnsafeRawBufferPointer) {
+        guard let start = bytes.baseAddress else { return }
+        for offset in stride(from: 0, to: bytes.count, by: 64) { sc_prefetch_for_read(start + offset) }
     }
 
     /// A new index, at most a quarter full, so the next keys added fit without another.
@@ -115,7 +169,7 @@ public struct KeySet: Sendable {
         let hash = idHash(key.idBytes), mask = index.count - 1
         var place = Int(truncatingIfNeeded: hash) & mask
         while index[place].key != nil { place = (place + 1) & mask }
-        index[place] = IndexPlace(hash: hash, key: Unmanaged.passUnretained(key))
+        index[place] = IndexPlace(hash: hash, key: key)
     }
 
     /// Every byte of an id (1–64) mixed in by multiplication, with no loop over single bytes:

@@ -6,14 +6,20 @@ import CSignBytes
 /// Secret material lives in memory of its own in the crypto backend (Crypto/CryptoBackend.swift),
 /// wiped when the key is released. Keys are immutable and safe to share between threads.
 public final class SigningKey: @unchecked Sendable {
-    /// The key id (`kid`): 1–64 base64url characters; by default the RFC 7638 thumbprint.
-    public let id: String
+    // What a verify reads comes first, in the object's first three cache lines, which a key
+    // set's lookup prefetches (`KeySet.unretainedKey`).
     public let algorithm: SignatureAlgorithm
-    /// Ed25519: the 32-byte public key; P-256: the 65-byte uncompressed point; HMAC: empty.
-    public let publicKey: [UInt8]
-
     /// The private part as the backend holds it: at most one is set, none for a public key.
     private let hmacKey: CryptoBackend.HMACKey?
+    /// The key id as the in-memory replay guard keys it (`ReplayKey`), computed once.
+    let replayTag: UInt64
+    /// The key id in fixed storage, as each `VerifiedRequest` holds it: copied, not rebuilt.
+    let keyID: KeyID
+
+    /// The key id (`kid`): 1–64 base64url characters; by default the RFC 7638 thumbprint.
+    public let id: String
+    /// Ed25519: the 32-byte public key; P-256: the 65-byte uncompressed point; HMAC: empty.
+    public let publicKey: [UInt8]
     private let ed25519Key: CryptoBackend.Ed25519PrivateKey?
     /// P-256 keys, private or public (OpenSSL verifies through a prepared key object).
     private let p256Key: CryptoBackend.P256Key?
@@ -26,10 +32,6 @@ public final class SigningKey: @unchecked Sendable {
     let signingInputPrefix: UnsafeRawBufferPointer
     /// The key id as bytes.
     let idBytes: UnsafeRawBufferPointer
-    /// The key id as the in-memory replay guard keys it (`ReplayKey`), computed once.
-    let replayTag: UInt64
-    /// The key id in fixed storage, as each `VerifiedRequest` holds it: copied, not rebuilt.
-    let keyID: KeyID
 
     public static let minHMACSecretBytes = 32
     public static let maxHMACSecretBytes = 1024
@@ -39,10 +41,10 @@ public final class SigningKey: @unchecked Sendable {
     /// only verify). An external key signs only through `Signer.signAsync`.
     public var canSign: Bool { hmacKey != nil || ed25519Key != nil || p256Key?.isPrivate == true || externalSigner != nil }
 
-    /// Starts loading the key's secret states into the cache. The verifier calls it as soon as
-    /// the token names the key, so that in a large key set the states arrive while the URL is
-    /// canonicalised and hashed, not when the MAC needs them.
-    func prefetchSecret() { hmacKey?.prefetch() }
+    /// The memory of the key's prepared secret states (HMAC), for a key set's lookup to start
+    /// loading as soon as a token names the key, so that in a large set the states arrive while
+    /// the URL is canonicalised and hashed, not when the MAC needs them; empty otherwise.
+    var preparedSecret: UnsafeRawBufferPointer { hmacKey?.preparedStates ?? UnsafeRawBufferPointer(start: nil, count: 0) }
 
     /// Whether `signCommonURL` can sign with this key: an HMAC key, on a backend with the pass.
     var signsInOnePass: Bool { hmacKey != nil && CryptoBackend.SHA256.hasOnePass }

@@ -233,7 +233,6 @@ public struct Verifier: Sendable {
             let id = UnsafeRawBufferPointer(rebasing: tokenText[token.keyID])
             let inSet = keySet.withObject { $0.keys.unretainedKey(id: id) }
             if inSet == nil, !token.isKeyIDAlphabet(in: tokenText) { throw TokenFields.keyIDMalformed }
-            inSet?.withObject { $0.prefetchSecret() }
 
             // 2. The request: a signable method, a valid URL, no body on a URL-class method.
             let method = try RequestMethod(token: request.method)

@@ -9,6 +9,7 @@ import Testing
     @Test func keySetLookupSmallAndLarge() throws {
         for size in [1, 8, 9, 12] {
             let keys = try (0..<size).map { try SigningKey.hmac(secret: [UInt8](repeating: UInt8($0), count: 32), id: "kid-\($0)") }
+                + [SigningKey.hmac(secret: [UInt8](repeating: 0xEE, count: 32), id: String(repeating: "long-id-", count: 8))]
             var set = try KeySet(keys)
             for key in keys {
                 #expect(set.unretainedKey(id: key.idBytes)?.takeUnretainedValue() === key)
@@ -18,7 +19,26 @@ import Testing
             #expect(Array("kid-0x".utf8).withUnsafeBytes { set.unretainedKey(id: $0) } == nil)
             #expect(set.remove(id: "kid-0") === keys[0])
             #expect(Array("kid-0".utf8).withUnsafeBytes { set.unretainedKey(id: $0) } == nil)
-            #expect(set.count == size - 1)
+            #expect(set.count == size)
+        }
+    }
+
+    /// A large set's index place holds an id's length and first 31 bytes and compares the rest
+    /// in the key: an id differing from the key's in any byte, or in length, is not the key's.
+    @Test func indexPlaceComparesEveryByteOfTheID() throws {
+        for length in [1, 30, 31, 32, 43, 64] {
+            let id = String(decoding: (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }, as: UTF8.self)
+            let key = try SigningKey.hmac(secret: [UInt8](repeating: 1, count: 32), id: id)
+            let place = KeySet.IndexPlace(hash: 7, key: key)
+            var variants: [[UInt8]] = [Array(id.utf8).dropLast(), Array(id.utf8) + [UInt8(ascii: "a")]]
+            for position in Set([0, min(30, length - 1), min(31, length - 1), length - 1]) {
+                var changed = Array(id.utf8)
+                changed[position] = changed[position] == UInt8(ascii: "x") ? UInt8(ascii: "y") : UInt8(ascii: "x")
+                variants.append(changed)
+            }
+            #expect(Array(id.utf8).withUnsafeBytes { place.holds($0, hash: 7) })
+            #expect(!Array(id.utf8).withUnsafeBytes { place.holds($0, hash: 8) })
+            for variant in variants { #expect(!variant.withUnsafeBytes { place.holds($0, hash: 7) }, "length \(length)") }
         }
     }
 

@@ -86,8 +86,9 @@ protocol HMACKeyBackend: Sendable {
                        whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?
     /// The secret as given, for export (JWK `k`).
     var secret: [UInt8] { get }
-    /// Starts loading the prepared states into the cache (a large key set: SigningKey.prefetchSecret).
-    func prefetch()
+    /// Where the prepared states are, for a key set to prefetch (`SigningKey.preparedSecret`);
+    /// empty when the backend keeps them out of reach.
+    var preparedStates: UnsafeRawBufferPointer { get }
     func destroy()
 }
 

@@ -110,9 +110,7 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 
         var secret: [UInt8] { Array(UnsafeRawBufferPointer(start: base + Self.statesSize, count: byteCount - Self.statesSize)) }
 
-        func prefetch() {
-            for offset in stride(from: 0, to: Self.statesSize, by: 64) { sc_prefetch_for_read(base + offset) }
-        }
+        var preparedStates: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: Self.statesSize) }
 
         func destroy() {
             sc_memzero(base, byteCount)

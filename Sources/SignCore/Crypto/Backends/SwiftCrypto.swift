@@ -142,7 +142,7 @@ enum SwiftCrypto: CryptoBackendProtocol {
 
         var secret: [UInt8] { key.withUnsafeBytes { Array($0) } }
 
-        func prefetch() {}
+        var preparedStates: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: nil, count: 0) }
         func destroy() {}
     }
 
