@@ -118,15 +118,19 @@ public struct KeySet: Sendable {
     /// verifier: a call would cost a frame of its own per verify.)
     @inline(__always)
     func unretainedKey(id: UnsafeRawBufferPointer) -> Unmanaged<SigningKey>? {
-        if list.count <= Self.listLookupLimit {
-            return list.withUnsafeBufferPointer { list in
-                for index in list.indices where bytesEqual(list[index].idBytes, id) {
-                    Self.prefetch(list[index].preparedSecret)
-                    return Unmanaged.passUnretained(list[index])
-                }
-                return nil
+        guard list.count <= Self.listLookupLimit else { return indexedKey(id: id) }
+        return list.withUnsafeBufferPointer { list in
+            for index in list.indices where bytesEqual(list[index].idBytes, id) {
+                Self.prefetch(list[index].preparedSecret)
+                return Unmanaged.passUnretained(list[index])
             }
+            return nil
         }
+    }
+
+    /// The lookup in a large set (out of line: a small set's lookup stays short enough to inline).
+    @inline(never)
+    private func indexedKey(id: UnsafeRawBufferPointer) -> Unmanaged<SigningKey>? {
         let hash = Self.idHash(id)
         return index.withUnsafeBufferPointer { index in
             let mask = index.count - 1
@@ -147,11 +151,10 @@ public struct KeySet: Sendable {
     /// with its states.
     private static let keyObjectBytes = 192
 
-    /// Starts loading `bytes` into the cache, a line at a time (prefetching never faults).
+    /// Starts loading `bytes` into the cache (prefetching never faults).
     @inline(__always)
     private static func prefetch(_ bytes: UnsafeRawBufferPointer) {
-        guard let start = bytes.baseAddress else { return }
-        for offset in stride(from: 0, to: bytes.count, by: 64) { sc_prefetch_for_read(start + offset) }
+        sc_prefetch_range_for_read(bytes.baseAddress, bytes.count)
     }
 
     /// A new index, at most a quarter full, so the next keys added fit without another.

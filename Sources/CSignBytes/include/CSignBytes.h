@@ -208,6 +208,10 @@ void sc_pages_free(void *pages, size_t length);
 /* Starts loading the cache line at p for writing. Never faults, whatever p is: a hint only. */
 static inline void sc_prefetch_for_write(const void *p) { __builtin_prefetch(p, 1, 3); }
 static inline void sc_prefetch_for_read(const void *p) { __builtin_prefetch(p, 0, 3); }
+/* The same for reading every cache line of [p, p + length). */
+static inline void sc_prefetch_range_for_read(const void *p, size_t length) {
+    for (size_t offset = 0; offset < length; offset += 64) __builtin_prefetch((const char *)p + offset, 0, 3);
+}
 
 /* ---- decimals --------------------------------------------------------------------------- */
 
