@@ -86,8 +86,8 @@ protocol HMACKeyBackend: Sendable {
                        whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?
     /// The secret as given, for export (JWK `k`).
     var secret: [UInt8] { get }
-    /// Where the prepared states are, for a key set to prefetch (`SigningKey.preparedSecret`);
-    /// empty when the backend keeps them out of reach.
+    /// Where the prepared states a MAC over a signing input reads are, for a key set to
+    /// prefetch (`SigningKey.preparedSecret`); empty when the backend keeps them out of reach.
     var preparedStates: UnsafeRawBufferPointer { get }
     func destroy()
 }

@@ -67,7 +67,7 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 
         init(secret: UnsafeRawBufferPointer, signingInputPrefix prefix: UnsafeRawBufferPointer) {
             byteCount = Self.statesSize + secret.count
-            base = .allocate(byteCount: byteCount, alignment: 16)
+            base = .allocate(byteCount: byteCount, alignment: 64)  // each state starts a cache line
             let key = base.bindMemory(to: sc_hmac_key.self, capacity: 1)
             sc_hmac_key_init(key, secret.baseAddress, secret.count)
             let prefixed = (base + MemoryLayout<sc_hmac_key>.size).bindMemory(to: sc_sha256_state.self, capacity: 1)
@@ -110,7 +110,12 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 
         var secret: [UInt8] { Array(UnsafeRawBufferPointer(start: base + Self.statesSize, count: byteCount - Self.statesSize)) }
 
-        var preparedStates: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: Self.statesSize) }
+        /// The outer state and the prefixed inner one: a MAC over a signing input reads only
+        /// those (four cache lines, not the unprefixed inner state's two more).
+        var preparedStates: UnsafeRawBufferPointer {
+            let outer = MemoryLayout<sc_hmac_key>.offset(of: \sc_hmac_key.outer) ?? 0
+            return UnsafeRawBufferPointer(start: base + outer, count: Self.statesSize - outer)
+        }
 
         func destroy() {
             sc_memzero(base, byteCount)
