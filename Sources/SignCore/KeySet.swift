@@ -114,8 +114,9 @@ public struct KeySet: Sendable {
     /// The key whose id has these bytes (the verifier's lookup, straight from the token bytes),
     /// without taking a reference (the set holds the key): on the verifier's path, shared by
     /// every thread, a reference count would be a contended cache line. A key found has its
-    /// object and secret states on their way into the cache (`prefetch`). (Inlined into the
-    /// verifier: a call would cost a frame of its own per verify.)
+    /// object and secret states on their way into the cache (`prefetch`). (A small set's lookup
+    /// is inlined into the verifier, where a call would cost a frame of its own per verify; a
+    /// large set's is a call, `indexedKey`.)
     @inline(__always)
     func unretainedKey(id: UnsafeRawBufferPointer) -> Unmanaged<SigningKey>? {
         guard list.count <= Self.listLookupLimit else { return indexedKey(id: id) }
