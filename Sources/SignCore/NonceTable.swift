@@ -512,7 +512,7 @@ struct KeyCounts {
         counts[slot] -= 1
         guard counts[slot] == 0 else { return }
         let (place, _) = place(of: tags[slot])
-        // Backward-shift deletion, as in NonceTable.delete.
+        // Backward-shift deletion: every key after the hole that may move back into it does.
         let mask = index.count - 1
         var hole = place, next = place
         while true {

@@ -268,8 +268,10 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         init(table: consuming NonceTable) {
             mutex = Locked(table)
             hints = .allocate(capacity: 3 * NonceTable.recentCount)
-            for index in 0..<NonceTable.recentCount { (hints + 3 * index).initialize(repeating: 0, count: 3) }
-            for index in 0..<NonceTable.recentCount { hints[3 * index] = .min }
+            for index in 0..<NonceTable.recentCount {  // no second yet: .min, then address and size 0
+                (hints + 3 * index).initialize(to: .min)
+                (hints + 3 * index + 1).initialize(repeating: 0, count: 2)
+            }
         }
 
         deinit { hints.deallocate() }
