@@ -1,15 +1,3 @@
-/// One header field of a request, as sent or received, in the order it appeared.
-public struct HeaderField: Sendable, Equatable {
-    public var name: String
-    /// The field value; its UTF-8 bytes are what is signed.
-    public var value: String
-
-    public init(_ name: String, _ value: String) {
-        self.name = name
-        self.value = value
-    }
-}
-
 /// The header fields a token covers (SPEC §4.3): their names as the token lists them, and the
 /// digest that binds their values into the signing input.
 enum CoveredHeaders {

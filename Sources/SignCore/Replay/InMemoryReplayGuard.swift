@@ -1,21 +1,5 @@
 import CSignBytes
 
-/// Remembers the nonces of accepted tokens until they expire, so each token is accepted once
-/// (SPEC §5, step 10). Entries are (key id, nonce, expiry): a nonce seen under one key never
-/// blocks the same nonce under another, so nobody who sees a victim's token can get it refused
-/// by spending its nonce first under a key of their own (as DPoP keys `jti` per sender key); a
-/// replay repeats its token's signed expiry, so a guard may look for it under that expiry alone
-/// (and may, like the PostgreSQL guard, also refuse the nonce under another expiry).
-/// Implementations shared by a fleet of verifiers (a database) sit behind this same protocol.
-public protocol ReplayGuard: Sendable {
-    /// Records `nonce` of the key `keyID` as used until `expires` (seconds). Throws `replayed`
-    /// when the entry is already recorded and not yet expired; `overloaded` when it cannot record
-    /// it (a guard never forgets an unexpired nonce to make room); `expired` when `expires` is
-    /// not after a time up to which the guard has already forgotten entries (the clock stepped
-    /// back: the token could be a replay the guard can no longer recognise).
-    func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) async throws(SignCoreError)
-}
-
 /// An in-process replay guard, bounded in memory by `capacity`.
 ///
 /// - **One table per second of expiry** (`NonceTable`): a record looks only in the tables of
@@ -295,25 +279,5 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
             sc_atomic_store_relaxed(hint + 2, Int64(layout.size))
             sc_atomic_store_relaxed(hint, layout.expires)
         }
-    }
-}
-
-/// A key id as the replay guard keys it: a 64-bit keyed hash (SipHash, per-process random
-/// seed) of its bytes. Two key ids share a tag with probability 2⁻⁶⁴, and nobody outside the
-/// process can search for a pair that does, since the seed is secret.
-struct ReplayKey {
-    let tag: UInt64
-
-    init(tag: UInt64) { self.tag = tag }
-
-    init(_ id: UnsafeRawBufferPointer) {
-        var hasher = Hasher()
-        hasher.combine(bytes: id)
-        tag = UInt64(UInt(bitPattern: hasher.finalize()))
-    }
-
-    init(_ id: String) {
-        var id = id
-        self = id.withUTF8 { ReplayKey(UnsafeRawBufferPointer($0)) }
     }
 }

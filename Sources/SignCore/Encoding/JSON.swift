@@ -1,0 +1,48 @@
+/// A parsed JSON value; strings and numbers are ranges of their `JSONDocument`'s bytes.
+enum JSON: Sendable {
+    case null
+    case bool(Bool)
+    case number(Range<Int>)
+    /// Between the quotes, escapes not decoded (`JSONDocument.withString` decodes them).
+    case string(Range<Int>)
+    case array([JSON])
+    case object([Member])
+
+    struct Member: Sendable {
+        /// The name's bytes after unescaping.
+        let name: [UInt8]
+        let value: JSON
+    }
+
+    /// The member named `name`, compared as bytes (never as Unicode text: a Kelvin sign is
+    /// not a `K`).
+    subscript(name: StaticString) -> JSON? {
+        guard case let .object(members) = self else { return nil }
+        let wanted = name.bytes
+        return members.first { $0.name.withUnsafeBytes { bytesEqual($0, wanted) } }?.value
+    }
+
+    var isString: Bool {
+        if case .string = self { return true }
+        return false
+    }
+
+    /// Writes `s` as a JSON string literal.
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
