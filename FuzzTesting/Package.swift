@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// libFuzzer targets for every SignCore parser (issue 10 §6). Build and run with scripts/fuzz;
+// libFuzzer targets for every SignCore parser. Build and run with scripts/fuzz;
 // CI replays the crashers in Crashers/ and runs each target briefly.
 import PackageDescription
 

@@ -5,7 +5,7 @@ import SignCore
 struct BenchCase {
     var operation: String
     var size: String
-    /// Least acceptable ratio to the floor (issue 3), if the operation has one.
+    /// Least acceptable ratio to the floor (docs/PERFORMANCE.md, Targets), if the operation has one.
     var target: Double?
     /// What the floor column holds, when it is not the raw crypto work.
     var floorNote: String?
@@ -72,7 +72,7 @@ enum Catalogue {
         return cases
     }
 
-    /// Issue 11 §4: 10,000 distinct URLs of the bench's GET's shape, a third with lower-case
+    /// Realistic URLs: 10,000 distinct URLs of the bench's GET's shape, a third with lower-case
     /// escapes, a third with '+' in the query, all with their pairs out of order, against the
     /// one URL of the fast-path rows (at least 0.85 of it).
     static let mixedURLs: [String] = (0..<10_000).map { i in
@@ -118,7 +118,7 @@ enum Catalogue {
         ]
     }
 
-    /// Issue 11 §7: a 1000-key set with short ids against one key with a short id (the
+    /// Many keys: a 1000-key set with short ids against one key with a short id (the
     /// per-key precomputation must hold for every key: at most 5 % slower), and a sign with a
     /// short id against its tight floor.
     static func manyKeyCases() throws -> [BenchCase] {
@@ -141,7 +141,7 @@ enum Catalogue {
         ]
     }
 
-    /// Issue 11 §6: what refusing an attack costs, per refusal: forged HS256 and EdDSA tokens
+    /// Attacks: what refusing an attack costs, per refusal: forged HS256 and EdDSA tokens
     /// (a valid token with its signature altered: the whole check runs), replays of accepted
     /// tokens (the signature is checked before the guard), and tokens of an unknown key id.
     static func attackCases() throws -> [BenchCase] {
@@ -173,7 +173,7 @@ enum Catalogue {
         return cases
     }
 
-    /// Issue 3's targets, with issue 11's 0.45 for an HS256 GET verify.
+    /// The targets (docs/PERFORMANCE.md), 0.45 for an HS256 GET verify with the replay guard on.
     static func target(verb: String, algorithm: String, request: RequestFixture) -> Double? {
         if request.size == "1 MiB" { return 0.95 }
         if algorithm == "HS256" { return request.name == "GET" ? (verb == "sign" ? 0.5 : 0.45) : nil }

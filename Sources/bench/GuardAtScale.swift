@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import SignCore
 
-/// The replay guard in the steady state of a WAF node (issue 11 §5): HS256 GETs verified at a
+/// The replay guard in the steady state of a WAF node: HS256 GETs verified at a
 /// stated rate with tokens of a stated lifetime, so that rate × lifetime nonces are live while
 /// expiry runs continuously, each verify timed on its own.
 ///

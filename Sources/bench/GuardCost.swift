@@ -1,7 +1,7 @@
 import Dispatch
 import SignCore
 
-/// What the replay guard adds to an HS256 GET verify, by how many nonces it holds (issue 11 §3:
+/// What the replay guard adds to an HS256 GET verify, by how many nonces it holds (
 /// why the guard-on verify stays under its target). In a steady state of `rate` tokens per
 /// simulated second living `lifetime` seconds, batches of fresh requests are each checked
 /// without the guard (`Verifier.check`) and verified with it (`verifySynchronously`), in
@@ -21,7 +21,7 @@ struct GuardCost: Codable {
     /// Nanoseconds per request: checked without the guard, verified with it, and the difference.
     var check: Double, verify: Double, guardShare: Double
 
-    /// The populations measured (rate, lifetime): the WAF scale of issue 11 §5 beside the same
+    /// The populations measured (rate, lifetime): the WAF scale (`GuardAtScale`) beside the same
     /// rate of 1 s tokens, and the `verify HS256 GET` row's rate and lifetime beside 1 s tokens.
     static let populations = [(100_000, 1), (100_000, 60), (1_500_000, 1), (1_500_000, 10)]
 

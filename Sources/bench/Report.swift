@@ -127,8 +127,9 @@ struct Machine: Codable {
                        family: "family \(field("cpu family") ?? "?") model \(field("model\t") ?? "?")",
                        cores: ProcessInfo.processInfo.activeProcessorCount, kernel: "Linux " + kernel,
                        backend: SignCoreVersion.cryptoBackend, openssl: String(cString: bench_openssl_version()), libsodium: String(cString: bench_sodium_version()),
-                       shortSHA256: bench_sha256_short_path() != 0 ? "padded in place, block function (measured faster)"
-                           : "SHA256_Update/SHA256_Final (measured faster)",
+                       shortSHA256: (bench_sha256_short_path() != 0 ? "padded in place, block function" : "SHA256_Update/SHA256_Final")
+                           + (bench_sha256_short_path_measured_faster() != 0 ? " (the shim's padding measured faster here)"
+                               : " (the library's padding measured faster here)"),
                        loadAtStart: loadAverage())
     }
 

@@ -17,10 +17,9 @@ import Musl
 let usage = "usage: instructions sign|verify|verify-short-ids|canonicalize COUNT | sha256-path"
 let arguments = CommandLine.arguments
 
-// The shim's start-up choice of short-message SHA-256 padding on this CPU (its own or
-// OpenSSL's: `short` or `library`), timed natively. scripts/instructions pins it for every
-// count with SIGNCORE_SHA256: under valgrind the timing that decides it means nothing, and two
-// runs that chose differently once gave a 1000-key verify of 11,760 instructions, not 16,000.
+// The short-message SHA-256 padding the engine runs (the shim's own or OpenSSL's: `short` or
+// `library`), for the report. It is fixed unless a program sets it, so every count of the same
+// binary takes the same path.
 if arguments.count == 2, arguments[1] == "sha256-path" {
     guard sc_init() == 0 else {
         print("instructions: libsodium could not be initialised")

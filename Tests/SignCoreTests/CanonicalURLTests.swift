@@ -58,7 +58,7 @@ import Testing
         }
         let common = "https://api.example.com/v1/orders?id=42&sort=desc&q=caf%C3%A9"
         #expect(result(common, commonPath: true) == "https://api.example.com/v1/orders?id=42&q=caf%C3%A9&sort=desc")
-        // Lower-case escapes and '+' stay on the one-pass path (issue 11: realistic URLs).
+        // Lower-case escapes and '+' stay on the one-pass path (realistic URLs stay fast).
         for (url, canonical) in [
             ("https://api.example.com/a+b/caf%c3%a9?q=a+b+c&k%3d=%e2%82%ac", "https://api.example.com/a%2Bb/caf%C3%A9?k%3D=%E2%82%AC&q=a%20b%20c"),
             ("http://h?b=%2f&a=+", "http://h/?a=%20&b=%2F"),

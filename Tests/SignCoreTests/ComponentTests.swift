@@ -70,7 +70,7 @@ import Testing
         #expect(Set(set.ids) == Set(keys.map(\.id)))
         let duplicate = try JWK.serialize([keys[0], keys[0]], includePrivate: true)
         #expect(throws: SignCoreError.self) { _ = try KeySet(jwks: duplicate) }
-        // A verifier's set refuses private EdDSA and ES256 keys unless asked (issue 10 §7).
+        // A verifier's set refuses private EdDSA and ES256 keys unless asked (a verifier holds no secret it does not need).
         let refused = #expect(throws: SignCoreError.self) { _ = try KeySet(jwks: try JWK.serialize(keys, includePrivate: true)) }
         #expect(refused?.code == .invalidKey)
         let publicOnly = try JWK.serialize([keys[0]] + keys.dropFirst().map { try $0.publicOnly() }, includePrivate: true)
@@ -164,7 +164,7 @@ import Testing
         }
     }
 
-    /// Issue 11: the shim's block decoder (16 characters at a time with SSSE3, the tail as one
+    /// The shim's block decoder (16 characters at a time with SSSE3, the tail as one
     /// padded block) against Foundation's base64 and the constant-time decoder: every length up
     /// to 200 bytes, and every non-alphabet byte put at every position of a 64-character text
     /// (inside a block and in the tail), each refused by both decoders.
@@ -382,7 +382,7 @@ import Testing
 
     @Test func signerRefusesBadSettingsAndInput() throws {
         let key = try SigningKey.generate(.hmacSHA256)
-        // Configuration errors are invalidConfiguration (issue 10 §7: `--lifetime 0` said lifetimeTooLong).
+        // Configuration errors are invalidConfiguration (`--lifetime 0` is a configuration error, not lifetimeTooLong).
         for lifetime: Int64 in [0, -1, 86_401] {
             let error = #expect(throws: SignCoreError.self) { _ = try Signer(key: key, lifetime: lifetime) }
             #expect(error?.code == .invalidConfiguration)

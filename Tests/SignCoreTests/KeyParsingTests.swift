@@ -4,7 +4,7 @@ import CSignShim
 import Testing
 @testable import SignCore
 
-/// Issue 10 §1: key constructors and decoders never trap, libcrypto's error queue stays clean,
+/// Key constructors and decoders never trap, libcrypto's error queue stays clean,
 /// and secret key text is read from bytes into wiped buffers.
 @Suite struct KeyParsingTests {
     /// `p256(publicKey:)` without an id computed the thumbprint before checking the length and

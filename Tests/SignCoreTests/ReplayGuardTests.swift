@@ -41,7 +41,7 @@ import Testing
         }
     }
 
-    /// Issue 10 §1: a nonce seen under one key does not block it under another (a token's nonce,
+    /// A nonce seen under one key does not block it under another (a token's nonce,
     /// copied into an attacker's own token first, must not get the victim's token refused).
     #if DEBUG
     static let capacities = [1_000, 10_000, 100_000, 1_000_000]
@@ -91,7 +91,7 @@ import Testing
         _ = try await remote.verify(fresh)
     }
 
-    /// Issue 10 §1: verify at t0, step the clock an hour ahead and make the guard drop expired
+    /// Verify at t0, step the clock an hour ahead and make the guard drop expired
     /// entries, step it back: the first token must not be accepted again.
     @Test func clockStepsCannotReplayATokenTheGuardForgot() async throws {
         let t0: Int64 = 1_790_000_000
@@ -114,7 +114,7 @@ import Testing
         #expect(await errorCode { _ = try await verifier.verify(second) } == .replayed)
     }
 
-    /// The guard refuses only when it as a whole holds its capacity (issue 10 §1: first
+    /// The guard refuses only when it as a whole holds its capacity (first
     /// refusal at ≥ 95 % for every capacity; here exactly at it), and never holds more.
     @Test(arguments: Self.capacities)
     func firstRefusalComesAtTheStatedCapacity(_ capacity: Int) throws {
@@ -265,7 +265,7 @@ import Testing
         #expect(sc_pages_zeroed(-1) == nil)  // SIZE_MAX: length + 2 MiB would wrap around
     }
 
-    /// Issue 11: the guard against a plain dictionary of (key, nonce, expiry) → expiry, over
+    /// The guard against a plain dictionary of (key, nonce, expiry) → expiry, over
     /// 200,000 random records with time moving on: nonces drawn from a small pool and expiries
     /// from a few seconds (so replays, the same nonce under another expiry and reuse after
     /// expiry are all frequent), 10 keys with bounded shares (their counts come and go),
@@ -351,7 +351,7 @@ import Testing
         }
     }
 
-    /// Issue 11: a steady state of continuous expiry allocates no table: 60 simulated seconds
+    /// A steady state of continuous expiry allocates no table: 60 simulated seconds
     /// of 20,000 records a second with 10-second tokens, after a warm-up of 20 s; each new second
     /// takes the tables of one just dropped, no full sweep runs, and memory stays about twice
     /// the live entries.

@@ -34,7 +34,7 @@ import Testing
         #expect(out.hex == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
-    /// Issue 11: the one-pass digest of a common URL (`sc_sha256_common_url`, the canonical form
+    /// The one-pass digest of a common URL (`sc_sha256_common_url`, the canonical form
     /// hashed where it is written, padded in place) equals SHA-256(prefix || canonical form) on
     /// both SHA-256 paths, for every method's prefix and canonical lengths across the padding
     /// boundaries and past the short path's 512 bytes; it declines exactly the URLs that
@@ -82,7 +82,7 @@ import Testing
         #expect(short.filter { $0 == "declined" }.count == 6 * RequestMethod.allCases.count)
     }
 
-    /// Issue 11: the short-message path (own padding, then the block function) and the
+    /// The short-message path (own padding, then the block function) and the
     /// library's SHA256_Update/SHA256_Final give the same digests and HMAC tags, for every
     /// message length around the padding boundaries and past the 512-byte switch, after
     /// prefixes of every length up to two blocks. (Switching while other tests hash is

@@ -1,7 +1,7 @@
 import Testing
 @_spi(SignCoreTools) @testable import SignCore
 
-/// Issue 10 §2–§4 and §7: covered headers, bodies of URL-class methods, keys that change while
+/// Covered headers, bodies of URL-class methods, keys that change while
 /// the server runs, explicit configuration errors.
 @Suite struct SignCore3Tests {
     static let url = "https://api.example.com/v1/orders"

@@ -4,8 +4,8 @@
  * The floors are the raw libsodium / OpenSSL work an operation cannot avoid, done with the
  * fastest API each library offers and every key schedule, context or per-key precomputation
  * the engine uses prepared once: SHA-256 through the low-level SHA256_CTX (faster than a reused
- * EVP_MD_CTX), short messages padded in place and fed to the block function when the shim's
- * start-up measurement finds that faster on this CPU; HMAC from prepared inner and outer
+ * EVP_MD_CTX), short messages padded in place and fed to the block function (the shim's
+ * default, measured faster on most CPUs); HMAC from prepared inner and outer
  * states, the inner one past the fixed start of the signing input as the engine keeps it;
  * libsodium Ed25519; ECDSA_do_sign / ECDSA_do_verify on a prepared EC_KEY (faster than
  * EVP_PKEY_sign with a reused EVP_PKEY_CTX).
@@ -62,8 +62,10 @@ int bench_floor_verify_p256(const bench_p256_key *key, const void *content, size
 /* Library versions, for the report. */
 const char *bench_openssl_version(void);
 const char *bench_sodium_version(void);
-/* 1 when the shim pads short SHA-256 messages itself (its start-up measurement found it faster). */
+/* 1 when the shim pads short SHA-256 messages itself (the default). */
 int bench_sha256_short_path(void);
+/* 1 when the shim's own padding measured faster than the library's on this CPU, just now. */
+int bench_sha256_short_path_measured_faster(void);
 
 /* ---- Allocation counting ----------------------------------------------------------------- */
 

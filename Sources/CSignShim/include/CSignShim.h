@@ -46,11 +46,13 @@ void sc_sha256_update(sc_sha256_state *state, const void *data, size_t length);
 /* Writes 32 bytes. The state is not wiped: it hashed public data (HMAC wipes its own). */
 void sc_sha256_final(sc_sha256_state *state, void *out32);
 void sc_sha256(const void *data, size_t length, void *out32);
-/* Whether digests of up to 512 new bytes pad in the shim and call the block function (1) or go
-   through SHA256_Update/SHA256_Final (0): chosen by sc_init from a measurement, or by the
-   environment (SIGNCORE_SHA256=short|library); both give the same digests. */
+/* Whether digests of up to 512 new bytes pad in the shim and call the block function (1, the
+   default) or go through SHA256_Update/SHA256_Final (0). Both give the same digests; which is
+   faster depends on the CPU, and only an explicit call changes it (see fastpaths.c). */
 int sc_sha256_short_path(void);
 void sc_sha256_set_short_path(int enabled);
+/* 1 when the short path measured faster than the library's padding on this CPU, just now. */
+int sc_sha256_short_path_measured_faster(void);
 /* SHA-256(prefix || data) in one call: the digests of SPEC §3.2 and §4.2 over a canonical URL. */
 void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32);
 

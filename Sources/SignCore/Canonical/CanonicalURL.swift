@@ -1,4 +1,4 @@
-import CSignBytes
+internal import CSignBytes
 
 /// The canonical URL (SPEC §2): the bytes both ends derive from a request URL, so that a URL
 /// re-encoded by an HTTP stack or proxy still yields the same signature input.

@@ -1,4 +1,4 @@
-import CSignBytes
+internal import CSignBytes
 
 /// The cryptography SignCore runs on, one backend per build, chosen when the package is built:
 ///
@@ -53,14 +53,6 @@ protocol SHA256Backend: Sendable {
     mutating func finalize(into digest: UnsafeMutableRawBufferPointer)
     /// SHA-256(prefix || data) in one call (SPEC §3.2, §4.2: the digests over a canonical URL).
     static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer)
-    /// Whether `hashCommonURL` and `HMACKeyBackend.signCommonURL` have a one-pass form here (the
-    /// shim's); where not, they are never called and a URL is canonicalised first.
-    static var hasOnePass: Bool { get }
-    /// SHA-256(prefix || canonical URL) of a common URL (`sc_url_common`) in one pass: true with
-    /// the digest written, false when the URL is not common (the caller then canonicalises it by
-    /// the general path alone: the common one has just declined it).
-    static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
-                              into digest: UnsafeMutableRawBufferPointer) -> Bool
 }
 
 /// An HMAC-SHA256 key (RFC 2104) with its key schedule prepared once, and the inner state after
@@ -77,13 +69,6 @@ protocol HMACKeyBackend: Sendable {
     /// Whether `tag` (32 bytes) is `authenticate(signingInputRest:)` of `rest`, compared in
     /// constant time; the computed tag is wiped.
     func isTag(_ tag: UnsafeRawBufferPointer, ofSigningInputRest rest: UnsafePointer<sc_signing_input_rest>) -> Bool
-    /// SPEC §4 in one pass for a common URL (`sc_hs256_sign_common`; only where
-    /// `SHA256Backend.hasOnePass`): the token's length, with the whash's 43 characters at `whash`
-    /// (48 bytes of room) and the token at `token`; nil when the URL is not common (the
-    /// signer's general path).
-    func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
-                       rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
-                       whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?
     /// The secret as given, for export (JWK `k`).
     var secret: [UInt8] { get }
     /// Where the prepared states a MAC over a signing input reads are, for a key set to
@@ -107,6 +92,41 @@ func tagMatches(_ tag: UnsafeRawBufferPointer, _ compute: (UnsafeMutableRawBuffe
         defer { sc_memzero(expected.baseAddress, 32) }
         return tag.count == 32 && sc_memcmp(expected.baseAddress, tag.baseAddress, 32) == 0
     }
+}
+
+/// The fused fast paths, optional: canonical URL, digests, MAC and token in one pass of C for a
+/// common URL (CSignShim's `sc_url_common` family), with no canonical copy. A backend adopts
+/// this protocol or not; one that does not is given the defaults below, which decline every
+/// URL, so the engine canonicalises first (SPEC §2) and hashes what it wrote. Both give the same
+/// bytes for every vector. Chosen when the engine is compiled: no cost where absent.
+protocol FusedFastPaths: CryptoBackendProtocol {
+    /// SHA-256(prefix || canonical URL) of a common URL in one pass: true with the digest
+    /// written, false when the URL is not common (the caller then canonicalises it by the
+    /// general path alone: the common one has just declined it).
+    static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
+                              into digest: UnsafeMutableRawBufferPointer) -> Bool
+    /// SPEC §4 in one pass for a common URL under an HMAC key: the token's length, with the
+    /// whash's 43 characters at `whash` (48 bytes of room) and the token at `token`; nil when
+    /// the URL is not common (the signer's general path).
+    static func signCommonURL(key: HMACKey, prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
+                              rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
+                              whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int?
+}
+
+/// A backend without the fused paths: every URL declined, the general path taken.
+extension CryptoBackendProtocol {
+    static var hasFusedFastPaths: Bool { false }
+
+    static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
+                              into digest: UnsafeMutableRawBufferPointer) -> Bool { false }
+
+    static func signCommonURL(key: HMACKey, prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
+                              rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
+                              whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? { nil }
+}
+
+extension FusedFastPaths {
+    static var hasFusedFastPaths: Bool { true }
 }
 
 /// An Ed25519 private key (RFC 8032 §5.1.5) from its 32-byte seed.

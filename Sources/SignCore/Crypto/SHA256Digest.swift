@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// A SHA-256 output as a fixed-size value: no heap, constant-time `==`.
 public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     public static let byteCount = 32
@@ -19,20 +17,20 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     public init?(base64url text: borrowing String) {  // borrowed: no reference count taken
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let valid = try? withUTF8(of: text) { utf8 in
-            Swift.withUnsafeMutableBytes(of: &words) { sc_base64url_decode_digest(utf8.baseAddress, utf8.count, $0.baseAddress) } == 1
+            Swift.withUnsafeMutableBytes(of: &words) { Base64URL.decodeDigest(utf8, into: $0) }
         }
         guard valid == true else { return nil }
         self.words = words
     }
 
     /// Whether `text` is this digest's base64url (43 characters, the canonical spelling),
-    /// compared in constant time (`sc_base64url_is_digest`): the verifier's whash check.
+    /// compared in constant time (`Base64URL.isEncoding`): the verifier's whash check.
     /// (Inlined: a call would cost a frame of its own per verify.)
     @inline(__always)
     func isEncoded(as text: borrowing String) -> Bool {
         var digest = self
         let matches = text.utf8.withContiguousStorageIfAvailable { sent in
-            Swift.withUnsafeBytes(of: &digest.words) { sc_base64url_is_digest(sent.baseAddress, sent.count, $0.baseAddress) } == 1
+            Swift.withUnsafeBytes(of: &digest.words) { Base64URL.isEncoding(sent, ofDigest: $0) }
         }
         return matches ?? (SHA256Digest(base64url: text) == self)  // a bridged, non-contiguous string
     }
@@ -49,7 +47,7 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
 
     /// Constant-time: the time taken does not depend on where the digests differ.
     public static func == (lhs: SHA256Digest, rhs: SHA256Digest) -> Bool {
-        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in sc_memcmp(a.baseAddress, b.baseAddress, 32) == 0 } }
+        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in constantTimePrefixEqual(a, b, 32) } }
     }
 
     public func hash(into hasher: inout Hasher) { withUnsafeBytes { hasher.combine(bytes: $0) } }

@@ -13,16 +13,16 @@ extension WHash {
         guard fd >= 0 else { throw SignCoreError(.invalidInput, "cannot open the body file \(path)") }
         defer { close(fd) }
         var hasher = BodyHasher()
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-        defer { chunk.deallocate() }
-        while true {
-            let n = read(fd, chunk.baseAddress, chunk.count)
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SignCoreError(.invalidInput, "cannot read the body file \(path)")
+        try withHeapBuffer(byteCount: 1 << 16, wiped: false) { (chunk) throws(SignCoreError) in
+            while true {
+                let n = read(fd, chunk.baseAddress, chunk.count)
+                if n == 0 { break }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw SignCoreError(.invalidInput, "cannot read the body file \(path)")
+                }
+                hasher.update(UnsafeRawBufferPointer(rebasing: chunk[..<n]))
             }
-            hasher.update(UnsafeRawBufferPointer(rebasing: chunk[..<n]))
         }
         let count = hasher.byteCount
         return (hasher.finalize(), count)

@@ -1,4 +1,4 @@
-import CSignBytes
+internal import CSignBytes
 
 /// RFC 4648 §5 base64url without padding (SPEC §1.2). Decoding is strict: only the 64
 /// alphabet characters, no padding, and unused trailing bits must be zero, so every byte
@@ -202,5 +202,19 @@ public enum Base64URL {
     public static func decode(_ text: String) -> [UInt8]? {
         var text = text
         return text.withUTF8 { decode(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Decodes exactly 43 characters of canonical base64url into the 32 bytes at `digest`
+    /// (a `whash`); false for any other text.
+    @inline(__always)
+    static func decodeDigest(_ text: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) -> Bool {
+        sc_base64url_decode_digest(text.baseAddress, text.count, digest.baseAddress) == 1
+    }
+
+    /// Whether `text` is the canonical base64url of the 32 bytes of `digest`, compared in
+    /// constant time: the verifier's whash check.
+    @inline(__always)
+    static func isEncoding(_ text: UnsafeBufferPointer<UInt8>, ofDigest digest: UnsafeRawBufferPointer) -> Bool {
+        sc_base64url_is_digest(text.baseAddress, text.count, digest.baseAddress) == 1
     }
 }

@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// A small strict JSON reader (RFC 8259) for key documents, with limits: it is the one parser
 /// in SignCore that reads a whole document, so it bounds size and depth, rejects duplicate
 /// member names (compared as bytes after unescaping: two `"k"` members would make a key
@@ -12,37 +10,29 @@ final class JSONDocument {
     static let maxBytes = 1 << 20
     static let maxDepth = 16
 
-    private let storage: UnsafeMutableRawBufferPointer
+    private let storage: WipedStorage
     private let count: Int
-    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage[..<count]) }
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: storage.memory[..<count]) }
     let root: JSON
 
     /// Parses a copy of `input` (the caller keeps and wipes its own bytes).
     init(copying input: UnsafeRawBufferPointer) throws(SignCoreError) {
         guard input.count <= Self.maxBytes else { throw SignCoreError(.invalidInput, "the JSON document is larger than 1 MiB") }
-        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(input.count, 1), alignment: 1)
-        if let base = input.baseAddress { storage.baseAddress?.copyMemory(from: base, byteCount: input.count) }
-        do throws(SignCoreError) {
-            root = try Self.parse(UnsafeRawBufferPointer(rebasing: storage[..<input.count]))
-        } catch {
-            Self.wipe(storage)
-            throw error
-        }
+        let storage = WipedStorage(byteCount: input.count)  // wiped when released, parsed or not
+        if let base = input.baseAddress { storage.memory.baseAddress?.copyMemory(from: base, byteCount: input.count) }
+        root = try Self.parse(UnsafeRawBufferPointer(rebasing: storage.memory[..<input.count]))
         self.storage = storage
         count = input.count
     }
 
-    deinit { Self.wipe(storage) }
-
-    private static func wipe(_ storage: UnsafeMutableRawBufferPointer) {
-        sc_memzero(storage.baseAddress, storage.count)
-        storage.deallocate()
-    }
-
     private static func parse(_ text: UnsafeRawBufferPointer) throws(SignCoreError) -> JSON {
         // Unescaped strings are checked in a scratch buffer as large as the document, wiped after.
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(text.count, 1), alignment: 1)
-        defer { wipe(scratch) }
+        try withHeapBuffer(byteCount: text.count, wiped: true) { (scratch) throws(SignCoreError) -> JSON in
+            try parse(text, scratch: scratch)
+        }
+    }
+
+    private static func parse(_ text: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer) throws(SignCoreError) -> JSON {
         var reader = Reader(bytes: text, scratch: scratch)
         if text.count >= 3, text[0] == 0xEF, text[1] == 0xBB, text[2] == 0xBF {
             throw Reader.error("a byte-order mark is not allowed")
@@ -57,14 +47,11 @@ final class JSONDocument {
     /// (for secrets); nil when `value` is not a string.
     func withString<R, E: Error>(_ value: JSON, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R? {
         guard case .string(let range) = value else { return nil }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(range.count, 1), alignment: 1)
-        defer {
-            sc_memzero(scratch.baseAddress, scratch.count)
-            scratch.deallocate()
+        return try withHeapBuffer(byteCount: range.count, wiped: true) { (scratch) throws(E) -> R in
+            let reader = Reader(bytes: bytes, scratch: scratch)
+            let count = reader.unescape(range)  // validated when parsed
+            return try body(UnsafeRawBufferPointer(rebasing: scratch[..<count]))
         }
-        let reader = Reader(bytes: bytes, scratch: scratch)
-        let count = reader.unescape(range)  // validated when parsed
-        return try body(UnsafeRawBufferPointer(rebasing: scratch[..<count]))
     }
 
     /// The unescaped bytes of a public string value; nil when `value` is not a string.

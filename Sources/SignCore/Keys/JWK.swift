@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// Keys as JSON Web Keys (RFC 7517, SPEC §6): parse, serialise, and the RFC 7638 thumbprint
 /// that is the default key id.
 public enum JWK {
@@ -13,13 +11,15 @@ public enum JWK {
     /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)). Hashed in
     /// pieces so that an HMAC secret is never copied into a String, which could not be wiped.
     static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> String {
-        var hasher = SHA256Hasher()
         // Base64url of at most 1024 secret bytes, wiped after use.
-        let encoded = UnsafeMutableRawBufferPointer.allocate(byteCount: Base64URL.encodedLength(SigningKey.maxHMACSecretBytes), alignment: 1)
-        defer {
-            sc_memzero(encoded.baseAddress, encoded.count)
-            encoded.deallocate()
+        withHeapBuffer(byteCount: Base64URL.encodedLength(SigningKey.maxHMACSecretBytes), wiped: true) { encoded in
+            thumbprint(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret, encodingInto: encoded)
         }
+    }
+
+    private static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer,
+                                   encodingInto encoded: UnsafeMutableRawBufferPointer) -> String {
+        var hasher = SHA256Hasher()
         func member(_ text: String, base64url bytes: UnsafeRawBufferPointer) {
             hasher.update(Array(text.utf8))
             var writer = ByteWriter(encoded)
@@ -178,14 +178,11 @@ public enum JWK {
         guard let value = jwk[name] else { throw invalid("\"\(name)\" is missing") }
         let result = try document.withString(value) { (text) throws(SignCoreError) -> R in
             guard let length = Base64URL.decodedLength(text.count) else { throw invalid("\"\(name)\" is not base64url") }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(length, 1), alignment: 16)
-            defer {
-                sc_memzero(buffer.baseAddress, buffer.count)
-                buffer.deallocate()
+            return try withHeapBuffer(byteCount: length, wiped: true) { (buffer) throws(SignCoreError) -> R in
+                var out = ByteWriter(buffer)
+                guard Base64URL.decodeSecret(text, into: &out) else { throw invalid("\"\(name)\" is not base64url") }
+                return try body(out.written)
             }
-            var out = ByteWriter(buffer)
-            guard Base64URL.decodeSecret(text, into: &out) else { throw invalid("\"\(name)\" is not base64url") }
-            return try body(out.written)
         }
         guard let result else { throw invalid("\"\(name)\" must be a string") }
         return result

@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CSignBytes
 
 extension KeySet {
     /// A key document is small: a file larger than this is not one.
@@ -23,22 +22,19 @@ extension KeySet {
             throw SignCoreError(.invalidConfiguration, "the key file \(path) is not a readable file of at most \(Self.maxFileSize) bytes")
         }
         // One byte more than the size, to notice a file that grew while it was read.
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(status.st_size) + 1, alignment: 1)
-        defer {
-            sc_memzero(buffer.baseAddress, buffer.count)
-            buffer.deallocate()
-        }
-        var count = 0
-        while count < buffer.count {
-            let n = read(fd, buffer.baseAddress! + count, buffer.count - count)
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SignCoreError(.invalidConfiguration, "cannot read the key file \(path)")
+        self = try withHeapBuffer(byteCount: Int(status.st_size) + 1, wiped: true) { (buffer) throws(SignCoreError) -> KeySet in
+            var count = 0
+            while count < buffer.count, let base = buffer.baseAddress {
+                let n = read(fd, base + count, buffer.count - count)
+                if n == 0 { break }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw SignCoreError(.invalidConfiguration, "cannot read the key file \(path)")
+                }
+                count += n
             }
-            count += n
+            guard count < buffer.count else { throw SignCoreError(.invalidConfiguration, "the key file \(path) changed while it was read") }
+            return try KeySet(jwksBytes: UnsafeRawBufferPointer(rebasing: buffer[..<count]), allowPrivateKeys: allowPrivateKeys)
         }
-        guard count < buffer.count else { throw SignCoreError(.invalidConfiguration, "the key file \(path) changed while it was read") }
-        try self.init(jwksBytes: UnsafeRawBufferPointer(rebasing: buffer[..<count]), allowPrivateKeys: allowPrivateKeys)
     }
 }

@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// The keys a verifier accepts, by key id (SPEC §6.3). Several keys are active at once, so a
 /// new key can be added before clients use it and the old one removed after they stop:
 /// rotation without downtime.
@@ -155,7 +153,7 @@ public struct KeySet: Sendable {
     /// Starts loading `bytes` into the cache (prefetching never faults).
     @inline(__always)
     private static func prefetch(_ bytes: UnsafeRawBufferPointer) {
-        sc_prefetch_range_for_read(bytes.baseAddress, bytes.count)
+        prefetchForRead(bytes)
     }
 
     /// A new index, at most a quarter full, so the next keys added fit without another.

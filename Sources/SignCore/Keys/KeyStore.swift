@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// The key set a verifier reads, replaceable atomically while it serves (key rotation without
 /// a new `Verifier`; the replay guard stays as it is).
 ///
@@ -27,7 +25,7 @@ final class KeyStore: @unchecked Sendable {
     }
 
     deinit {
-        Self.box(sc_atomic_load_pointer_acquire(current)).release()
+        Self.box(atomicLoadPointerAcquire(current)).release()
         current.deallocate()
     }
 
@@ -43,7 +41,7 @@ final class KeyStore: @unchecked Sendable {
     struct Current: @unchecked Sendable {
         let slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
         /// The current set, unretained: valid for at least `retiredLifetime` after a replacement.
-        var unretained: Unmanaged<Box> { KeyStore.box(sc_atomic_load_pointer_acquire(slot)) }
+        var unretained: Unmanaged<Box> { KeyStore.box(atomicLoadPointerAcquire(slot)) }
     }
 
     /// A retained copy of the current set.
@@ -51,7 +49,7 @@ final class KeyStore: @unchecked Sendable {
 
     func replace(with keys: KeySet) {
         let fresh = Unmanaged.passRetained(Box(keys)).toOpaque()
-        let old = Self.box(sc_atomic_exchange_pointer(current, fresh)).takeRetainedValue()
+        let old = Self.box(atomicExchangePointer(current, fresh)).takeRetainedValue()
         let now = ContinuousClock.now
         retired.withLock { list in
             list.removeAll { now - $0.since >= Self.retiredLifetime }

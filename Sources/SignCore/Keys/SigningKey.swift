@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// A key: an HMAC secret, an Ed25519 / P-256 key pair or public key, or a public key whose
 /// private half is held elsewhere (`ExternalSigner`: a Secure Enclave, a keystore, an HSM, a KMS).
 ///
@@ -46,15 +44,18 @@ public final class SigningKey: @unchecked Sendable {
     /// the URL is canonicalised and hashed, not when the MAC needs them; empty otherwise.
     var preparedSecret: UnsafeRawBufferPointer { hmacKey?.preparedStates ?? UnsafeRawBufferPointer(start: nil, count: 0) }
 
-    /// Whether `signCommonURL` can sign with this key: an HMAC key, on a backend with the pass.
-    var signsInOnePass: Bool { hmacKey != nil && CryptoBackend.SHA256.hasOnePass }
+    /// Whether `signCommonURL` can sign with this key: an HMAC key, on a backend with the
+    /// fused paths.
+    var signsInOnePass: Bool { hmacKey != nil && CryptoBackend.hasFusedFastPaths }
 
-    /// SPEC §4 in one pass for a common URL (`HMACKeyBackend.signCommonURL`), when
+    /// SPEC §4 in one pass for a common URL (`FusedFastPaths.signCommonURL`), when
     /// `signsInOnePass`: nil when the URL is not common.
     @inline(__always)
-    func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer, rest: inout sc_signing_input_rest,
-                       parts: inout sc_token_parts, whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
-        hmacKey?.signCommonURL(prefix: prefix, urlClass: urlClass, url: url, rest: &rest, parts: &parts, whash: whash, token: token)
+    func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer, rest: inout SigningInputRest,
+                       parts: inout TokenParts, whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
+        guard let hmacKey else { return nil }
+        return CryptoBackend.signCommonURL(key: hmacKey, prefix: prefix, urlClass: urlClass, url: url, rest: &rest, parts: &parts,
+                                           whash: whash, token: token)
     }
 
     private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer? = nil,
@@ -170,7 +171,7 @@ public final class SigningKey: @unchecked Sendable {
     public static func p256(publicKey point: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
         try SignCoreRuntime.start()
-        // The backend checks the length first: the thumbprint reads both coordinates (issue 10).
+        // The backend checks the length first: the thumbprint reads both coordinates (a short coordinate never reaches it).
         let key = try withBytes(of: point) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) }
         return SigningKey(id: resolveID(id, .p256, publicKey: point), algorithm: .p256, publicKey: point, p256Key: key)
     }
@@ -179,7 +180,7 @@ public final class SigningKey: @unchecked Sendable {
     public static func generate(_ algorithm: SignatureAlgorithm, id: String? = nil) throws(SignCoreError) -> SigningKey {
         try SignCoreRuntime.start()
         var material = [UInt8](repeating: 0, count: 32)
-        defer { material.withUnsafeMutableBytes { sc_memzero($0.baseAddress, $0.count) } }
+        defer { wipe(&material) }
         switch algorithm {
         case .hmacSHA256:
             material.withUnsafeMutableBytes { CryptoBackend.randomBytes(into: $0) }
@@ -270,7 +271,7 @@ public final class SigningKey: @unchecked Sendable {
     /// hashes the rest from the values themselves; any other key signs the whole input, written
     /// out in stack memory.
     @inline(__always)
-    func sign(rest: inout sc_signing_input_rest, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
+    func sign(rest: inout SigningInputRest, into signature: UnsafeMutableRawBufferPointer) throws(SignCoreError) {
         guard let hmacKey else {
             return try withSigningInput(rest) { (input) throws(SignCoreError) in try sign(input, into: signature) }
         }
@@ -279,7 +280,7 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// `isValidSignature` for the signing input made of this key's prefix and `rest`.
-    func isValidSignature(_ signature: UnsafeRawBufferPointer, forRest rest: inout sc_signing_input_rest) -> Bool {
+    func isValidSignature(_ signature: UnsafeRawBufferPointer, forRest rest: inout SigningInputRest) -> Bool {
         guard let hmacKey else {
             return withSigningInput(rest) { isValidSignature(signature, for: $0) }
         }
@@ -288,7 +289,7 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// The whole signing input, this key's prefix then `rest`, in stack memory.
-    func withSigningInput<R, E: Error>(_ rest: sc_signing_input_rest, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    func withSigningInput<R, E: Error>(_ rest: SigningInputRest, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let result: Result<R, E> = withUnsafeTemporaryAllocation(byteCount: SigningInput.maxByteCount, alignment: 16) { scratch in
             var input = ByteWriter(scratch)
             input.append(signingInputPrefix)

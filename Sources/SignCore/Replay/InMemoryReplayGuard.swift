@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// An in-process replay guard, bounded in memory by `capacity`.
 ///
 /// - **One table per second of expiry** (`NonceTable`): a record looks only in the tables of
@@ -128,7 +126,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
 
         init(count: Int, capacity: Int, perKeyLimit: Int) throws(SignCoreError) {
             var key: (UInt64, UInt64) = (0, 0)
-            guard withUnsafeMutableBytes(of: &key, { sc_os_random($0.baseAddress, $0.count) }) == 0 else {
+            guard withUnsafeMutableBytes(of: &key, { osRandom(into: $0) }) else {
                 throw SignCoreError(.cryptoFailure, "the operating system's random generator failed")
             }
             hashKey = key
@@ -150,7 +148,7 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         /// Hashes the pair and starts loading its table slots (`Shard.prefetch`), so that the
         /// cache miss of a large table overlaps the signature check that comes before `record`.
         func hashed(_ nonce: Nonce, key: ReplayKey, expires: Int64) -> HashedNonce {
-            let hash = sc_siphash13_nonce(hashKey.0, hashKey.1, nonce.words.0, nonce.words.1, key.tag)
+            let hash = sipHash13(key: hashKey.0, hashKey.1, nonce: nonce.words.0, nonce.words.1, tag: key.tag)
             let check = (nonce.words.0 ^ nonce.words.1.byteSwapped ^ key.tag) >> 52
             // The top 32 bits scaled to 0..<shardCount: a multiply, not a 64-bit division.
             let shard = Int(truncatingIfNeeded: ((hash >> 32) &* UInt64(shardCount)) >> 32)
@@ -265,19 +263,19 @@ public final class InMemoryReplayGuard: ReplayGuard, @unchecked Sendable {
         /// (prefetching never faults and `record` probes under the lock).
         func prefetch(hash: UInt64, expires: Int64) {
             let hint = hints + 3 * (Int(truncatingIfNeeded: expires) & (NonceTable.recentCount - 1))
-            guard sc_atomic_load_relaxed(hint) == expires else { return }
-            let address = sc_atomic_load_relaxed(hint + 1), count = sc_atomic_load_relaxed(hint + 2)
+            guard atomicLoadRelaxed(hint) == expires else { return }
+            let address = atomicLoadRelaxed(hint + 1), count = atomicLoadRelaxed(hint + 2)
             let slot = NonceTable.home(hash: hash, size: Int(count))
-            sc_prefetch_for_write(UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: address) &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
+            prefetchForWrite(UnsafeRawPointer(bitPattern: UInt(truncatingIfNeeded: address) &+ UInt(slot &* MemoryLayout<NonceTable.Entry>.stride)))
         }
 
         /// Refreshes a hint, under the shard's lock (so two changes are published in their order).
         func publish(_ layout: NonceTable.Layout) {
             let hint = hints + 3 * (Int(truncatingIfNeeded: layout.expires) & (NonceTable.recentCount - 1))
-            sc_atomic_store_relaxed(hint, .min)  // a reader between these stores skips its prefetch
-            sc_atomic_store_relaxed(hint + 1, Int64(truncatingIfNeeded: layout.address))
-            sc_atomic_store_relaxed(hint + 2, Int64(layout.size))
-            sc_atomic_store_relaxed(hint, layout.expires)
+            atomicStoreRelaxed(hint, .min)  // a reader between these stores skips its prefetch
+            atomicStoreRelaxed(hint + 1, Int64(truncatingIfNeeded: layout.address))
+            atomicStoreRelaxed(hint + 2, Int64(layout.size))
+            atomicStoreRelaxed(hint, layout.expires)
         }
     }
 }

@@ -1,4 +1,3 @@
-import CSignBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -427,14 +426,14 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     // MARK: Memory
 
-    /// Tables from this size on come straight from the kernel (`sc_pages_zeroed`: in huge pages
+    /// Tables from this size on come straight from the kernel (`zeroedPages`: in huge pages
     /// from 2 MiB) and go straight back to it.
     private static let pageTableBytes = 128 << 10
 
     /// A zeroed table: every slot empty. A failed allocation is `overloaded`, never a crash.
     static func allocate(_ count: Int) throws(SignCoreError) -> UnsafeMutableBufferPointer<Entry> {
         let (bytes, overflow) = count.multipliedReportingOverflow(by: MemoryLayout<Entry>.stride)
-        guard !overflow, let memory = bytes >= pageTableBytes ? sc_pages_zeroed(bytes) : calloc(count, MemoryLayout<Entry>.stride) else {
+        guard !overflow, let memory = bytes >= pageTableBytes ? zeroedPages(bytes) : calloc(count, MemoryLayout<Entry>.stride) else {
             throw SignCoreError(.overloaded, "the replay guard could not allocate memory; retry later")
         }
         return UnsafeMutableBufferPointer(start: memory.bindMemory(to: Entry.self, capacity: count), count: count)
@@ -442,6 +441,6 @@ struct NonceTable: ~Copyable, @unchecked Sendable {
 
     private static func release(_ table: UnsafeMutableBufferPointer<Entry>) {
         let bytes = table.count * MemoryLayout<Entry>.stride
-        if bytes >= pageTableBytes { sc_pages_free(table.baseAddress, bytes) } else { free(table.baseAddress) }
+        if bytes >= pageTableBytes { freePages(table.baseAddress, bytes) } else { free(table.baseAddress) }
     }
 }

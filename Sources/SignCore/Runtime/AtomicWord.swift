@@ -1,4 +1,4 @@
-import CSignBytes
+internal import CSignBytes
 #if canImport(Darwin)
 import Darwin
 #endif

@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// Signs outgoing requests with one key (the client side; SPEC §4).
 ///
 /// A value type: configure it once (key, lifetime, account, covered headers), then call `sign`
@@ -182,13 +180,13 @@ public struct Signer: Sendable {
         let (key, lifetime) = (key, lifetime)
         let signed = account.utf8.withContiguousStorageIfAvailable { account in
             url.utf8.withContiguousStorageIfAvailable { url -> SignedHeaders? in
-                var rest = sc_signing_input_rest(target: (0, 0, 0, 0), whash: bodyWHash.words, created: created, lifetime: lifetime,
-                                                 nonce: nonce.words, account: account.baseAddress, account_length: account.count,
-                                                 headers_count: 0, headers_digest: (0, 0, 0, 0))
-                var parts = sc_token_parts(key_id: key.idBytes.baseAddress, key_id_length: key.idBytes.count, created: created,
-                                           lifetime: lifetime, nonce: nil, target: nil, target_length: 0, account: account.baseAddress,
-                                           account_length: account.count, headers: nil, headers_length: 0, signature: nil,
-                                           signature_length: 0)
+                var rest = SigningInputRest(target: (0, 0, 0, 0), whash: bodyWHash.words, created: created, lifetime: lifetime,
+                                            nonce: nonce.words, account: account.baseAddress, account_length: account.count,
+                                            headers_count: 0, headers_digest: (0, 0, 0, 0))
+                var parts = TokenParts(key_id: key.idBytes.baseAddress, key_id_length: key.idBytes.count, created: created,
+                                       lifetime: lifetime, nonce: nil, target: nil, target_length: 0, account: account.baseAddress,
+                                       account_length: account.count, headers: nil, headers_length: 0, signature: nil,
+                                       signature_length: 0)
                 // The token, bounded by `init` (1 KiB: on the stack), and the whash's 43 characters.
                 var whash: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
                 return withUnsafeTemporaryAllocation(byteCount: WToken.maxLength, alignment: 16) { token -> SignedHeaders? in
@@ -260,7 +258,7 @@ public struct Signer: Sendable {
 
     /// The signing input after the key's prefix (SPEC §4.2), handed to `body` with the account's bytes.
     private func withRest<R>(whash: SHA256Digest, target: SHA256Digest, headers: SigningInput.Headers, created: Int64, nonce: Nonce,
-                             _ body: (_ rest: inout sc_signing_input_rest, _ account: UnsafeRawBufferPointer) -> R) -> R {
+                             _ body: (_ rest: inout SigningInputRest, _ account: UnsafeRawBufferPointer) -> R) -> R {
         var account = account
         return account.withUTF8 { utf8 in
             let account = UnsafeRawBufferPointer(utf8)

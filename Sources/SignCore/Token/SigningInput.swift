@@ -1,4 +1,8 @@
-import CSignBytes
+internal import CSignBytes
+
+/// The part of a signing input that follows its key's fixed prefix (SPEC §4.2: target, whash,
+/// created, lifetime, nonce, account, headers), in the C layout the shim hashes straight from.
+typealias SigningInputRest = sc_signing_input_rest
 
 /// The bytes a wtoken signature covers (SPEC §4.2). Every variable-length field is
 /// length-prefixed and every other field has a fixed size, so two different requests or
@@ -32,15 +36,15 @@ public enum SigningInput {
     }
 
     /// The target digest of a request URL, canonicalised on the way (SPEC §2): in one pass for a
-    /// common URL where the backend has one (`hashCommonURL`), else canonical form first.
+    /// common URL where the backend has the fused paths (`FusedFastPaths`), else canonical form first.
     /// `commonPath: false`: the URL is known not to be common (a one-pass sign declined it), so
     /// only the general path runs. Throws `invalidURL` as `CanonicalURL` does.
     @inline(__always)
     static func targetDigest(method: RequestMethod, url: UnsafeRawBufferPointer, commonPath: Bool = true) throws(SignCoreError) -> SHA256Digest {
-        if commonPath, CryptoBackend.SHA256.hasOnePass {
+        if commonPath, CryptoBackend.hasFusedFastPaths {
             var digest = SHA256Digest()
             let head = digestHead(method).bytes
-            if digest.withUnsafeMutableBytes({ CryptoBackend.SHA256.hashCommonURL(prefix: head, url: url, into: $0) }) { return digest }
+            if digest.withUnsafeMutableBytes({ CryptoBackend.hashCommonURL(prefix: head, url: url, into: $0) }) { return digest }
             return try CanonicalURL.withCanonical(url, commonPath: false) { targetDigest(method: method, canonicalURL: $0) }
         }
         return try CanonicalURL.withCanonical(url, commonPath: commonPath) { targetDigest(method: method, canonicalURL: $0) }
@@ -113,15 +117,15 @@ public enum SigningInput {
     /// and the header count already; the C writers fill fixed buffers sized from those bounds, so
     /// a value past them is a bug here and traps before any byte is written.
     static func rest(target: SHA256Digest, whash: SHA256Digest, created: Int64, lifetime: Int64, nonce: Nonce,
-                     account: UnsafeRawBufferPointer, headers: Headers) -> sc_signing_input_rest {
+                     account: UnsafeRawBufferPointer, headers: Headers) -> SigningInputRest {
         precondition(account.count <= WToken.maxAccountBytes && (0...CoveredHeaders.maxCount).contains(headers.count),
                      "signing-input bounds")
-        return sc_signing_input_rest(target: target.words, whash: whash.words, created: created, lifetime: lifetime,
+        return SigningInputRest(target: target.words, whash: whash.words, created: created, lifetime: lifetime,
                               nonce: nonce.words, account: account.baseAddress, account_length: account.count,
                               headers_count: Int32(truncatingIfNeeded: headers.count), headers_digest: headers.digest.words)
     }
 
-    static func write(_ rest: sc_signing_input_rest, into out: inout ByteWriter) {
+    static func write(_ rest: SigningInputRest, into out: inout ByteWriter) {
         var rest = rest
         out.appendRun(maxCount: Int(SC_SIGNING_INPUT_REST_MAX)) { sc_signing_input_rest_write(&rest, $0.base) }
     }

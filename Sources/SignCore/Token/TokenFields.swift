@@ -1,4 +1,14 @@
-import CSignBytes
+internal import CSignBytes
+
+/// A token's fields as `encodeToken` writes them (SPEC §4.1), pointing at the caller's bytes.
+typealias TokenParts = sc_token_parts
+
+/// Writes the token of `parts` at `output`, which has room for `WToken.maxLength` bytes or the
+/// fields' `WToken.encodedLength`, and returns its length.
+@inline(__always)
+func encodeToken(_ parts: inout TokenParts, into output: UnsafeMutableRawPointer?) -> Int {
+    sc_token_encode(&parts, output)
+}
 
 /// A wtoken parsed in place, without allocating: the fixed-size fields decoded, the key id and
 /// account kept as byte ranges of the header bytes they were parsed from (the verifier's path).

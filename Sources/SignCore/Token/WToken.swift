@@ -1,5 +1,3 @@
-import CSignBytes
-
 /// The wtoken header value (SPEC §4.1): ASCII, header-safe, nine dot-separated fields.
 ///
 ///     v3.<kid>.<created>.<lifetime>.<nonce>.<target>.<account>.<headers>.<signature>
@@ -95,13 +93,13 @@ public struct WToken: Sendable, Equatable {
         // Written on the stack, then copied into the string (see `Base64URL.encode`).
         return withUnsafeTemporaryAllocation(byteCount: length, alignment: 16) { buffer in
             withUnsafeBytes(of: nonce.words) { nonce in
-                var parts = sc_token_parts(key_id: keyID.baseAddress, key_id_length: keyID.count,
-                                           created: created, lifetime: lifetime, nonce: nonce.baseAddress,
-                                           target: targetHint.baseAddress, target_length: targetHint.count, account: account.baseAddress,
-                                           account_length: account.count, headers: headers.baseAddress,
-                                           headers_length: headers.count, signature: signature.baseAddress,
-                                           signature_length: signature.count)
-                let count = sc_token_encode(&parts, buffer.baseAddress)
+                var parts = TokenParts(key_id: keyID.baseAddress, key_id_length: keyID.count,
+                                       created: created, lifetime: lifetime, nonce: nonce.baseAddress,
+                                       target: targetHint.baseAddress, target_length: targetHint.count, account: account.baseAddress,
+                                       account_length: account.count, headers: headers.baseAddress,
+                                       headers_length: headers.count, signature: signature.baseAddress,
+                                       signature_length: signature.count)
+                let count = encodeToken(&parts, into: buffer.baseAddress)
                 return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
             }
         }
@@ -118,6 +116,6 @@ public struct WToken: Sendable, Equatable {
     }
 
     private static func decimalDigits(_ value: Int64) -> Int {
-        (value < 0 ? 1 : 0) + ByteWriter.decimalDigitCount(value.magnitude)
+        (value < 0 ? 1 : 0) + decimalDigitCount(value.magnitude)
     }
 }

@@ -1,6 +1,6 @@
 #if !SIGNCORE_SWIFT_CRYPTO
-import CSignBytes
-import CSignShim
+internal import CSignBytes
+internal import CSignShim
 
 /// The default backend on Linux: libsodium (Ed25519, randomness) and OpenSSL libcrypto
 /// (SHA-256 with SHA-NI, HMAC states, ECDSA P-256) through the C shim, CSignShim. Keys live in
@@ -45,17 +45,6 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         static func hash(prefix: UnsafeRawBufferPointer, _ data: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) {
             sc_sha256_prefixed(prefix.baseAddress, prefix.count, data.baseAddress, data.count, digest.baseAddress)
         }
-
-        static var hasOnePass: Bool { true }
-
-        /// `sc_sha256_common_url`: the canonical form hashed where it is written, no copy.
-        @inline(__always)
-        static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
-                                  into digest: UnsafeMutableRawBufferPointer) -> Bool {
-            withCommonURLScratch(url) { scratch in
-                sc_sha256_common_url(prefix.baseAddress, prefix.count, url.baseAddress, url.count, scratch, digest.baseAddress) == 0
-            } ?? false
-        }
     }
 
     /// One buffer: `sc_hmac_key` (inner and outer states after the padded key), the inner state
@@ -76,8 +65,8 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
             (base + Self.statesSize).copyMemory(from: secret.baseAddress ?? UnsafeRawPointer(base), byteCount: secret.count)
         }
 
-        private var key: UnsafePointer<sc_hmac_key> { UnsafePointer(base.assumingMemoryBound(to: sc_hmac_key.self)) }
-        private var prefixedInner: UnsafePointer<sc_sha256_state> {
+        fileprivate var key: UnsafePointer<sc_hmac_key> { UnsafePointer(base.assumingMemoryBound(to: sc_hmac_key.self)) }
+        fileprivate var prefixedInner: UnsafePointer<sc_sha256_state> {
             UnsafePointer((base + MemoryLayout<sc_hmac_key>.size).assumingMemoryBound(to: sc_sha256_state.self))
         }
 
@@ -95,17 +84,6 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
 
         func isTag(_ tag: UnsafeRawBufferPointer, ofSigningInputRest rest: UnsafePointer<sc_signing_input_rest>) -> Bool {
             tag.count == 32 && sc_hmac_sha256_signing_input_matches(key, prefixedInner, rest, tag.baseAddress) == 1
-        }
-
-        func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
-                           rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
-                           whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
-            let count = withCommonURLScratch(url) { scratch in
-                sc_hs256_sign_common(key, prefixedInner, prefix.baseAddress, prefix.count, urlClass ? 1 : 0, url.baseAddress, url.count,
-                                     scratch, &rest, &parts, whash, token)
-            }
-            guard let count, count >= 0 else { return nil }
-            return count
         }
 
         var secret: [UInt8] { Array(UnsafeRawBufferPointer(start: base + Self.statesSize, count: byteCount - Self.statesSize)) }
@@ -210,6 +188,32 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         }
     }
 }
+
+/// The shim's one-pass paths (FusedFastPaths): the canonical form hashed where it is written.
+extension LibsodiumOpenSSL: FusedFastPaths {
+    /// `sc_sha256_common_url`.
+    @inline(__always)
+    static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
+                              into digest: UnsafeMutableRawBufferPointer) -> Bool {
+        withCommonURLScratch(url) { scratch in
+            sc_sha256_common_url(prefix.baseAddress, prefix.count, url.baseAddress, url.count, scratch, digest.baseAddress) == 0
+        } ?? false
+    }
+
+    /// `sc_hs256_sign_common`.
+    @inline(__always)
+    static func signCommonURL(key: HMACKey, prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
+                              rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
+                              whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
+        let count = withCommonURLScratch(url) { scratch in
+            sc_hs256_sign_common(key.key, key.prefixedInner, prefix.baseAddress, prefix.count, urlClass ? 1 : 0, url.baseAddress, url.count,
+                                 scratch, &rest, &parts, whash, token)
+        }
+        guard let count, count >= 0 else { return nil }
+        return count
+    }
+}
+
 /// The scratch memory of the shim's one-pass URL digest (`sc_common_url_scratch`): on the stack
 /// up to 1 KiB (every typical URL), as `withScratch` gives; nil for a URL longer than any URL
 /// SignCore accepts (the general path then reports it). Not `withScratch` itself: its closure

@@ -1,6 +1,6 @@
 #if SIGNCORE_SWIFT_CRYPTO
 import Crypto
-import CSignBytes
+internal import CSignBytes
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -65,13 +65,6 @@ enum SwiftCrypto: CryptoBackendProtocol {
             hasher.update(data)
             hasher.finalize(into: digest)
         }
-
-        static var hasOnePass: Bool { false }
-
-        static func hashCommonURL(prefix: UnsafeRawBufferPointer, url: UnsafeRawBufferPointer,
-                                  into digest: UnsafeMutableRawBufferPointer) -> Bool {
-            preconditionFailure("no one-pass form on this backend (hasOnePass)")
-        }
     }
 
     /// HMAC (RFC 2104) from SHA-256 states prepared once: after the key XOR ipad block, after that
@@ -125,12 +118,6 @@ enum SwiftCrypto: CryptoBackendProtocol {
             var hasher = prefixedInner
             hasher.update(bufferPointer: rest)
             finish(hasher, into: tag)
-        }
-
-        func signCommonURL(prefix: UnsafeRawBufferPointer, urlClass: Bool, url: UnsafeRawBufferPointer,
-                           rest: inout sc_signing_input_rest, parts: inout sc_token_parts,
-                           whash: UnsafeMutableRawPointer, token: UnsafeMutableRawPointer) -> Int? {
-            preconditionFailure("no one-pass form on this backend (SHA256Backend.hasOnePass)")
         }
 
         func authenticate(signingInputRest rest: UnsafePointer<sc_signing_input_rest>, into tag: UnsafeMutableRawBufferPointer) {
