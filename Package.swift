@@ -2,10 +2,7 @@
 import PackageDescription
 import Foundation
 
-// The core (CSignShim, SignCore, SignHTTP, signtool, bench) builds in seconds; the server and client
-// modules below it pull in SwiftNIO, Hummingbird, AsyncHTTPClient and postgres-nio, minutes per build
-// configuration. `SIGNCORE_CORE_ONLY=1` leaves them out of the graph: CI runs the core's release
-// tests that way (with `--scratch-path .build-core`), and so can a developer working on the core.
+// SIGNCORE_CORE_ONLY=1 leaves the server and client modules out: CI builds the core's release and swift-crypto configurations in seconds, not minutes of SwiftNIO.
 let coreOnly = ProcessInfo.processInfo.environment["SIGNCORE_CORE_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
 
 // The crypto backend (Sources/SignCore/Crypto): libsodium + OpenSSL through CSignShim by default on
@@ -107,14 +104,30 @@ let servers: [Target] = [
                                                 .product(name: "UnixSignals", package: "swift-service-lifecycle")]),
     .executableTarget(name: "signd", dependencies: ["SignGateway", "SignCore", logging, .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
-    .testTarget(name: "SignServerTests", dependencies: [
-        "SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignGateway",
-        hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes, logging, metrics,
-        .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+    // Tests by module, each naming only what it uses; the PostgreSQL server they start is shared.
+    .target(name: "SignTestSupport", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), logging],
+            path: "Tests/SignTestSupport"),
+    .testTarget(name: "SignHummingbirdTests", dependencies: [
+        "SignCore", "SignHTTP", "SignHummingbird", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
+        logging, metrics, .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
+        .product(name: "NIOCore", package: "swift-nio"),
+    ]),
+    .testTarget(name: "SignPostgresTests", dependencies: [
+        "SignCore", "SignPostgres", "SignTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"), logging,
+    ]),
+    .testTarget(name: "SignClientTests", dependencies: [
+        "SignCore", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI",
+        hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
+        .product(name: "HTTPTypesFoundation", package: "swift-http-types"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"), .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+    ]),
+    .testTarget(name: "SignGatewayTests", dependencies: [
+        "SignCore", "SignHTTP", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
+        hummingbird, httpTypes, logging, .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-        .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
     ]),
 ]
 

@@ -6,6 +6,7 @@ import SignAsyncHTTPClient
 @_spi(SignCoreTools) import SignCore
 import SignGateway
 import SignHTTP
+import SignTestSupport
 import Testing
 
 /// signd as a fleet (two instances sharing one real PostgreSQL), signd with the store gone, and

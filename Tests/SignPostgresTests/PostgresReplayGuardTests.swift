@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import SignCore
 import SignPostgres
+import SignTestSupport
 import Testing
 
 /// The PostgreSQL replay guard against a real server started for each test.

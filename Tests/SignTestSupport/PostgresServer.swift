@@ -5,15 +5,15 @@ import PostgresNIO
 /// A real PostgreSQL server for one test, from Debian's `postgresql` package (scripts/setup
 /// installs it): initdb in a temporary folder, a free loopback port, stopped and removed by
 /// `stop()`. As root (CI) the server runs as the `postgres` user, which PostgreSQL requires.
-final class PostgresServer: Sendable {
-    let port: Int
-    let directory: String
-    let binaries: String
-    let user = "signcore"
+public final class PostgresServer: Sendable {
+    public let port: Int
+    public let directory: String
+    public let binaries: String
+    public let user = "signcore"
 
-    enum Failure: Error, CustomStringConvertible {
+    public enum Failure: Error, CustomStringConvertible {
         case notInstalled, command(String, Int32, String)
-        var description: String {
+        public var description: String {
             switch self {
             case .notInstalled: "PostgreSQL's server is not installed (scripts/setup installs Debian's postgresql)"
             case .command(let what, let status, let output): "\(what) exited \(status): \(output)"
@@ -21,7 +21,7 @@ final class PostgresServer: Sendable {
         }
     }
 
-    static func start() throws -> PostgresServer {
+    public static func start() throws -> PostgresServer {
         let root = "/usr/lib/postgresql"
         guard let version = try? FileManager.default.contentsOfDirectory(atPath: root).sorted().last else { throw Failure.notInstalled }
         let server = PostgresServer(port: try freePort(), directory: NSTemporaryDirectory() + "signcore-pg-\(UUID().uuidString)",
@@ -40,22 +40,22 @@ final class PostgresServer: Sendable {
     }
 
     /// Starts the server (again, after `kill()`), on the same port, and waits until it accepts connections.
-    func startAgain() throws {
+    public func startAgain() throws {
         let options = "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(directory) -c fsync=off -c max_connections=100"
         try asOwner("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-o", options, "-w", "-t", "30", "start"])
     }
 
     /// Stops the server at once, as a crash would (connections cut, no checkpoint).
-    func kill() throws {
+    public func kill() throws {
         try asOwner("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
     }
 
-    func stop() {
+    public func stop() {
         try? asOwner("pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    var configuration: PostgresClient.Configuration {
+    public var configuration: PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(host: "127.0.0.1", port: port, username: user, password: nil,
                                                          database: "postgres", tls: .disable)
         configuration.options.connectTimeout = .seconds(2)
@@ -104,7 +104,7 @@ final class PostgresServer: Sendable {
 }
 
 /// A loopback TCP port nothing listens on now (the kernel's pick for port 0).
-func freePort() throws -> Int {
+public func freePort() throws -> Int {
     #if canImport(Darwin)
     let fd = socket(AF_INET, SOCK_STREAM, 0)
     #else
@@ -125,7 +125,7 @@ func freePort() throws -> Int {
 }
 
 /// Runs `body` with a PostgresClient for `server`, running while `body` does.
-func withPostgresClient<T: Sendable>(_ server: PostgresServer, _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+public func withPostgresClient<T: Sendable>(_ server: PostgresServer, _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
     let client = PostgresClient(configuration: server.configuration, backgroundLogger: Logger(label: "pg", factory: { _ in SwiftLogNoOpLogHandler() }))
     return try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { await client.run(); return nil }
