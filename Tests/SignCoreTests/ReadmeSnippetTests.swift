@@ -61,7 +61,7 @@ struct DeviceKeySigner: ExternalSigner {
                 // README SignCore: end
                 accepted.append(who)
                 // README SignCore: begin
-            } catch let error as SignCoreError {                        // `verify` throws only SignCoreError
+            } catch {                                                   // typed throws: `error` is a SignCoreError
                 // error.code: a stable SignCoreError.Code (e.g. .whashMismatch = 30)
                 // error.code.advice: .reSign, .refreshKeys, .updateClient, .resyncClock, .retryLater, .fixConfiguration, .fixRequest
                 // README SignCore: end
