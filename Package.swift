@@ -108,7 +108,7 @@ let servers: [Target] = [
     .target(name: "SignTestSupport", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), logging],
             path: "Tests/SignTestSupport"),
     .testTarget(name: "SignHummingbirdTests", dependencies: [
-        "SignCore", "SignHTTP", "SignHummingbird", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
+        "SignCore", "SignHTTP", "SignHummingbird", "SignTestSupport", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
         logging, metrics, .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "NIOCore", package: "swift-nio"),
     ]),

@@ -84,6 +84,7 @@ public final class Gateway: Service {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
 
         let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: RequestTargetMiddleware())
         router.add(middleware: HealthMiddleware(path: configuration.healthPath, verifier: verifier))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
@@ -142,6 +143,11 @@ public final class Gateway: Service {
     static func origin(_ configuration: GatewayConfiguration) throws(SignCoreError) -> ServerOrigin {
         guard ["http", "https"].contains(configuration.origin.scheme) else {
             throw SignCoreError(.invalidConfiguration, "configuration: origin.scheme is http or https")
+        }
+        if let authority = configuration.origin.authority {
+            do throws(SignCoreError) { try ServerOrigin.validate(authority: authority) } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: origin.authority is host[:port]")
+            }
         }
         return ServerOrigin(scheme: configuration.origin.scheme, authority: configuration.origin.authority)
     }

@@ -46,7 +46,10 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         let listed = fields[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
             HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
         }
-        for name in Self.hopByHop + listed + [names.whash, names.wtoken, identity.keyID, identity.account, identity.algorithm,
+        // `Host` is the upstream's own, set by the HTTP client from the upstream URL: no host a
+        // client names reaches an upstream that routes virtual hosts by it (the verified one is
+        // in `x-forwarded-host`).
+        for name in Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken, identity.keyID, identity.account, identity.algorithm,
                                               Self.forwardedHost, Self.forwardedProto] {
             fields[name] = nil
         }
@@ -80,6 +83,22 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             return Response(status: .badGateway, headers: [.contentType: "application/problem+json", .cacheControl: "no-store"],
                             body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":502,"title":"Bad Gateway","type":"about:blank"}"#)))
         }
+    }
+}
+
+/// Refuses (400) a request whose host or target a server could read two ways, on every route,
+/// before anything else: an authority that is not `host[:port]`, a second `Host`, a target that
+/// is not an origin-form path (`ServerOrigin.validate`). What passes is forwarded as verified.
+struct RequestTargetMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do throws(SignCoreError) {
+            try ReceivedRequest.checkHost(request.head)
+            if let authority = request.head.authority { try ServerOrigin.validate(authority: authority) }
+            try ServerOrigin.validate(target: request.head.path ?? "")
+        } catch {
+            return Response(Refusal(error))
+        }
+        return try await next(request, context)
     }
 }
 

@@ -16,6 +16,64 @@ public struct ServerOrigin: Sendable, Equatable {
         self.scheme = scheme
         self.authority = authority
     }
+
+    /// Refuses (`invalidURL`) an authority that is not exactly `host[:port]` (RFC 9110 §7.2,
+    /// RFC 3986 §3.2.2): a host of letters, digits, `-`, `.`, `_` and `~` (a name or an IPv4
+    /// address) or an IPv6 literal in brackets, then an optional port of 1 to 5 digits up to
+    /// 65535. Nothing else may sit between the scheme and the path of the URL a token is checked
+    /// against: a `/`, `?`, `#` or `@` in a received `Host` would end or move the authority,
+    /// so the URL verified would differ from the target forwarded (SPEC §2.4).
+    public static func validate(authority: String) throws(SignCoreError) {
+        let bytes = Array(authority.utf8)
+        var index = 0
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1,
+                  bytes[1..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
+                throw invalidAuthority
+            }
+            index = close + 1
+        } else {
+            while index < bytes.count, isRegNameByte(bytes[index]) { index += 1 }
+            guard index > 0 else { throw invalidAuthority }
+        }
+        if index < bytes.count {
+            guard bytes[index] == UInt8(ascii: ":") else { throw invalidAuthority }
+            let port = bytes[(index + 1)...]
+            guard (1...5).contains(port.count), port.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let value = Int(String(decoding: port, as: UTF8.self)), value <= 65535 else { throw invalidAuthority }
+        }
+        guard bytes.count <= 255 + 6 else { throw invalidAuthority }
+    }
+
+    private static var invalidAuthority: SignCoreError {
+        SignCoreError(.invalidURL, "the authority (Host or :authority) is not host[:port]")
+    }
+
+    private static func isRegNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
+
+    /// Refuses (`invalidURL`) a request target that is not an origin-form path a server would
+    /// forward as it is (RFC 9112 §3.2.1): it starts with `/` and holds no `#` (a fragment is
+    /// never sent, and the canonical URL would drop what follows it), no `\`, no space and no
+    /// control byte. Bytes from 0x80 are left to the canonical URL's UTF-8 check.
+    public static func validate(target: String) throws(SignCoreError) {
+        let bytes = target.utf8
+        guard bytes.first == UInt8(ascii: "/") else {
+            throw SignCoreError(.invalidURL, "the request target is not an absolute path")
+        }
+        guard !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "\\") }) else {
+            throw SignCoreError(.invalidURL, "the request target holds a byte no request target may hold")
+        }
+    }
 }
 
 extension ReceivedRequest {
@@ -24,21 +82,39 @@ extension ReceivedRequest {
     /// `:authority` / `Host`) and the path with its query; the whash and wtoken from their fields; every
     /// header field, for the ones a token covers.
     ///
-    /// Refuses, as SignCore errors: no authority or an origin-form path missing (`invalidURL`);
-    /// the whash or wtoken field sent more than once (`invalidHeader`: two tokens are never
-    /// one).
+    /// The URL verified is exactly what a server forwards: the authority is `host[:port]` and
+    /// the target an origin-form path (`ServerOrigin.validate`), so no byte of either can move
+    /// the boundary between them.
+    ///
+    /// Refuses, as SignCore errors: no authority, an authority that is not `host[:port]`, or a
+    /// target that is not an origin-form path (`invalidURL`); a second `Host` line
+    /// (`invalidHeader`, `checkHost`); the whash or wtoken field sent more than once
+    /// (`invalidHeader`: two tokens are never one).
     public init(_ request: HTTPRequest, body: RequestBody = .bytes([]), origin: ServerOrigin,
                 names: SignHeaderNames = .standard) throws(SignCoreError) {
+        try Self.checkHost(request)
         guard let authority = origin.authority ?? request.authority, !authority.isEmpty else {
             throw SignCoreError(.invalidURL, "the request names no authority (:authority or Host)")
         }
-        guard let path = request.path, path.utf8.first == UInt8(ascii: "/") else {
-            throw SignCoreError(.invalidURL, "the request target is not an absolute path")
-        }
+        try ServerOrigin.validate(authority: authority)
+        guard let path = request.path else { throw SignCoreError(.invalidURL, "the request target is not an absolute path") }
+        try ServerOrigin.validate(target: path)
         self.init(method: request.method.rawValue, url: origin.scheme + "://" + authority + path, body: body,
                   headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) },
                   whash: try Self.single(names.whash, in: request.headerFields),
                   wtoken: try Self.single(names.wtoken, in: request.headerFields))
+    }
+
+    /// `Host` as a field (swift-http-types names it only as `:authority`).
+    public static let hostField = HTTPField.Name("host")!
+
+    /// One host per request (RFC 9112 §3.2: more than one `Host` line is a 400): the HTTP/1
+    /// adapters move the first into `:authority` and leave any other as a field, which an
+    /// upstream could route by, so a `Host` field is refused whatever its value.
+    public static func checkHost(_ request: HTTPRequest) throws(SignCoreError) {
+        guard request.headerFields[values: hostField].isEmpty else {
+            throw SignCoreError(.invalidHeader, "the request names more than one host")
+        }
     }
 
     /// The one value of a field, nil when absent; two or more are refused.

@@ -13,6 +13,7 @@ import SignAsyncHTTPClient
 import SignGateway
 import SignHTTP
 import SignOpenAPI
+import SignTestSupport
 import SignURLSession
 import Testing
 
@@ -198,6 +199,54 @@ import Testing
             } catch {
                 #expect(error.detail.contains(expected), "\(error.detail)")
             }
+        }
+    }
+}
+
+/// What signd verifies is what it forwards: the host and target of a request, sent raw as an
+/// attacker would (a `Host` that ends the authority early, a second `Host`, a `#` in the target),
+/// on a signed route and an `off` one; checked at the upstream.
+@Suite(.serialized) struct GatewayHostTests {
+    static let key = GatewayTests.key
+
+    static func raw(_ port: Int, _ method: String, _ target: String, hosts: [String], fields: [String] = []) async throws -> Int? {
+        let head = ["\(method) \(target) HTTP/1.1"] + hosts.map { "Host: \($0)" } + fields + ["Connection: close", "", ""]
+        return statusCode(of: try await rawHTTP(port: port, head.joined(separator: "\r\n")))
+    }
+
+    @Test func aHostOrTargetReadTwoWaysNeverReachesTheUpstream() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let policy = ["routes": [["route": "/open/**", "signature": "off"]]]
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["policy": policy])) { port in
+                let authority = "127.0.0.1:\(port)"
+                // A token for the root, spent on another path behind a Host that ends early.
+                let headers = try Signer(key: Self.key).sign(method: .get, url: "http://\(authority)/")
+                let token = ["whash: \(headers.whash)", "wtoken: \(headers.wtoken)"]
+                for separator in ["#", "/", "?", "#x", "/admin", "?x=1", "@evil", "\\", ":", ":99999", " x"] {
+                    #expect(try await Self.raw(port, "GET", "/admin/delete-all", hosts: [authority + separator], fields: token) == 400,
+                            "Host \(authority + separator)")
+                }
+                // A second Host, on a signed route and on an off route; one differing from the first.
+                #expect(try await Self.raw(port, "GET", "/", hosts: [authority, "internal-admin.example"], fields: token) == 400)
+                #expect(try await Self.raw(port, "GET", "/open/x", hosts: [authority, "internal-admin.example"]) == 400)
+                #expect(try await Self.raw(port, "GET", "/open/x", hosts: [authority, authority]) == 400)
+                // A fragment or a backslash in the target.
+                #expect(try await Self.raw(port, "GET", "/open/x#/../admin", hosts: [authority]) == 400)
+                #expect(try await Self.raw(port, "GET", "/open\\..\\admin", hosts: [authority]) == 400)
+                #expect(upstream.all.isEmpty, "nothing reached the upstream: \(upstream.all.map(\.path))")
+
+                // The token spent where it was signed for, and an off route: the upstream sees its own
+                // Host (never the client's) and the verified one in x-forwarded-host.
+                #expect(try await Self.raw(port, "GET", "/", hosts: [authority], fields: token) == 200)
+                #expect(try await Self.raw(port, "GET", "/open/x", hosts: ["internal-admin.example"]) == 200)
+            }
+            let seen = upstream.all
+            #expect(seen.map(\.path) == ["/", "/open/x"])
+            #expect(seen.allSatisfy { $0.hosts == ["127.0.0.1:\(upstreamPort)"] }, "\(seen.map(\.hosts))")
+            #expect(seen.first?.keyID == "gw-key")
         }
     }
 }

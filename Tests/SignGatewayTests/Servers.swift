@@ -45,6 +45,9 @@ final class Upstream: Sendable {
         var account: String?
         var bodyBytes: Int
         var complete: Bool
+        /// Every `Host` the upstream received, and `x-forwarded-host`.
+        var hosts: [String] = []
+        var forwardedHost: String?
     }
 
     let records = Locked<[Record]>([])
@@ -80,7 +83,9 @@ final class Upstream: Sendable {
                 complete = false
             }
             let record = Record(path: request.uri.path, keyID: request.headers[HTTPField.Name("signcore-key-id")!],
-                                account: request.headers[HTTPField.Name("signcore-account")!], bodyBytes: bytes, complete: complete)
+                                account: request.headers[HTTPField.Name("signcore-account")!], bodyBytes: bytes, complete: complete,
+                                hosts: (request.head.authority.map { [$0] } ?? []) + request.headers[values: HTTPField.Name("host")!],
+                                forwardedHost: request.headers[HTTPField.Name("x-forwarded-host")!])
             upstream.records.withLock { $0.append(record) }
             let answer = ["keyID": record.keyID ?? "", "account": record.account ?? "", "bytes": "\(bytes)",
                           "forwardedHost": request.headers[HTTPField.Name("x-forwarded-host")!] ?? ""]

@@ -1,0 +1,55 @@
+import Foundation
+
+/// Sends `request` byte for byte to 127.0.0.1:`port` and returns what the server answered until
+/// it closed the connection or `timeout` passed: for requests no HTTP client would send (two
+/// `Host` lines, a `#` in a target, a host with a path), the way an attacker sends them. The
+/// request should carry `Connection: close` so the answer ends with the connection. The socket
+/// is served on a thread of its own: a blocking call on Swift's cooperative pool could starve
+/// the very server under test.
+public func rawHTTP(port: Int, _ request: String, timeout: Duration = .seconds(10)) async throws -> String {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try blockingRawHTTP(port: port, request, timeout: timeout) }) }.start()
+    }
+}
+
+private func blockingRawHTTP(port: Int, _ request: String, timeout: Duration) throws -> String {
+    #if canImport(Darwin)
+    let fd = socket(AF_INET, SOCK_STREAM, 0)
+    #else
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #endif
+    guard fd >= 0 else { throw POSIXError(.EMFILE) }
+    defer { close(fd) }
+    var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    guard connected else { throw POSIXError(.ECONNREFUSED) }
+    let bytes = Array(request.utf8)
+    var sent = 0
+    while sent < bytes.count {
+        let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { throw POSIXError(.EPIPE) }
+        sent += n
+    }
+    var answer: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 16_384)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { break }
+        answer += buffer[..<n]
+    }
+    return String(decoding: answer, as: UTF8.self)
+}
+
+/// The status code of a raw HTTP/1.1 answer, or nil when there is none.
+public func statusCode(of answer: String) -> Int? {
+    let parts = answer.split(separator: " ", maxSplits: 2)
+    guard parts.count >= 2, parts[0].hasPrefix("HTTP/1.") else { return nil }
+    return Int(parts[1])
+}
