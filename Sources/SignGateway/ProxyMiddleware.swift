@@ -64,20 +64,32 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         var outgoing = HTTPClientRequest(url: upstream + (request.head.path ?? "/"))
         outgoing.method = HTTPMethod(request.method)
         outgoing.headers = HTTPHeaders(fields)
-        if let length = request.headers[.contentLength].flatMap(Int64.init) {
-            outgoing.body = .stream(request.body, length: .known(length))
-        } else if request.headers[.transferEncoding] != nil {
-            outgoing.body = .stream(request.body, length: .unknown)
-        }
+        let length = request.headers[.contentLength].flatMap(Int64.init)
+        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body) : nil
+        if let upload { outgoing.body = .stream(upload.chunks, length: length.map { .known($0) } ?? .unknown) }
         do {
             let response = try await client.execute(outgoing, timeout: timeout)
             var headers = HTTPFields(response.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
-            return Response(status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
-                            headers: headers, body: ResponseBody(asyncSequence: response.body))
+            // An upstream that answers before the whole body has arrived may not want the rest:
+            // what is left of the request is then never read, and the connection cannot serve another.
+            if let upload, !upload.isComplete { headers[.connection] = "close" }
+            let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+            return Response(status: status, headers: headers, body: ResponseBody { writer in
+                do {
+                    try await writer.write(response.body)
+                } catch {
+                    await upload?.finish()
+                    throw error
+                }
+                await upload?.finish()  // before the server reads on: the upload is the body's only reader until then
+                try await writer.finish(nil)
+            })
         } catch let error as SignCoreError {
+            await upload?.finish()
             return Response(Refusal(error))
         } catch {
+            await upload?.finish()
             // The request's body failed to arrive, or the upstream failed: nothing of either in the log.
             context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error)))])
             return Response(status: .badGateway, headers: [.contentType: "application/problem+json", .cacheControl: "no-store"],

@@ -250,3 +250,74 @@ import Testing
         }
     }
 }
+
+/// An upstream that answers before it has read the body (a 404, a 413, its own 401) while the
+/// client is still sending: signd answers the client, stays up, and serves the next request.
+@Suite(.serialized) struct GatewayEarlyAnswerTests {
+    @Test func anEarlyAnswerWhileTheBodyStreamsKeepsSigndUp() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let policy = ["routes": [["route": "/early/**", "signature": "off"], ["route": "/open/**", "signature": "off"]]]
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["policy": policy])) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                for size in [1 << 20, 4 << 20, 64, 0] {
+                    for _ in 0..<4 {
+                        var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/x")
+                        post.method = .POST
+                        post.body = .bytes(ByteBuffer(repeating: 7, count: size))
+                        let response = try await http.execute(post, timeout: .seconds(20))
+                        #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
+                    }
+                }
+                // Chunked, of unknown length.
+                for _ in 0..<4 {
+                    var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/chunked")
+                    post.method = .POST
+                    let chunks = (0..<64).map { _ in ByteBuffer(repeating: 1, count: 16_384) }
+                    post.body = .stream(chunks.async, length: .unknown)
+                    let response = try await http.execute(post, timeout: .seconds(20))
+                    #expect(response.status == .notFound || response.status == .badGateway)
+                }
+                let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/open/x"), timeout: .seconds(10))
+                #expect(after.status == .ok)
+            }
+        }
+    }
+
+    /// The same on signed routes, the body streamed past its whash check to the upstream.
+    @Test func anEarlyAnswerToASignedStreamedBody() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["body": ["mode": "streamed", "limit": 1 << 24]])
+            try await withGateway(configuration) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let signer = try Signer(key: GatewayTests.key)
+                for size in [4 << 20, 1 << 20, 100] {
+                    var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/signed")
+                    post.method = .POST
+                    let response = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 9, count: size)), signer: signer,
+                                                          timeout: .seconds(20))
+                    #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
+                }
+                let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), signer: signer, timeout: .seconds(10))
+                #expect(after.status == .ok)
+            }
+        }
+    }
+}
+
+extension Array where Element: Sendable {
+    /// The elements as an AsyncSequence, one at a time.
+    var async: AsyncStream<Element> {
+        AsyncStream { continuation in
+            for element in self { continuation.yield(element) }
+            continuation.finish()
+        }
+    }
+}

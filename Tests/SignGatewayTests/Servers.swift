@@ -41,8 +41,8 @@ func withServices<T: Sendable>(_ services: [any Service], ports: AsyncStream<Int
 final class Upstream: Sendable {
     struct Record: Sendable {
         var path: String
-        var keyID: String?
-        var account: String?
+        var keyID: String? = nil
+        var account: String? = nil
         var bodyBytes: Int
         var complete: Bool
         /// Every `Host` the upstream received, and `x-forwarded-host`.
@@ -72,6 +72,11 @@ final class Upstream: Sendable {
         let upstream: Upstream
 
         func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+            // Answers before reading the body, as an upstream does with a 404, a 413 or its own 401.
+            if request.uri.path.hasPrefix("/early") {
+                upstream.records.withLock { $0.append(Record(path: request.uri.path, bodyBytes: -1, complete: false)) }
+                return Response(status: .notFound, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "no")))
+            }
             if request.uri.path == "/flaky", upstream.flakyLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) {
                 return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
             }

@@ -1,0 +1,147 @@
+import Hummingbird
+import NIOCore
+@_spi(SignCoreTools) import SignCore
+
+/// A client's request body on its way to the upstream. One task of its own is the only reader of
+/// the server's request body, and hands the chunks one at a time (the client is read no faster
+/// than the upstream takes them) to the HTTP client's upload, which reads `chunks`.
+///
+/// The exchange may end before the body does: an upstream answers a 404, a 413 or its own 401
+/// without reading it. Then `finish()` stops the reader and waits for it, and only after that
+/// does the server read what is left of the request (to find the next one). Two readers of one
+/// request stream at once trap in SwiftNIO, so the server is never handed a body that the
+/// upload may still be reading.
+final class UpstreamBody: Sendable {
+    let chunks: Chunks
+    private let reader: Task<Void, Never>
+
+    init(_ body: RequestBody) {
+        let chunks = Chunks()
+        self.chunks = chunks
+        reader = Task {
+            do {
+                for try await chunk in body { try await chunks.send(chunk) }
+                chunks.end(nil)
+            } catch {
+                chunks.end(error)
+            }
+        }
+    }
+
+    /// Whether the whole body has been read from the client.
+    var isComplete: Bool { chunks.isComplete }
+
+    /// Stops reading the client's body if the upload has not read it all, and waits until the
+    /// reader has returned. Returns whether the body had been read to its end (if not, the
+    /// connection is closed after the response: the rest of the request was never read).
+    @discardableResult
+    func finish() async -> Bool {
+        if !chunks.isComplete { reader.cancel() }
+        await reader.value
+        return chunks.isComplete
+    }
+
+    /// One chunk at a time from the reader to the upload: `send` returns when the upload has
+    /// taken the chunk; either side's cancellation ends the other's wait.
+    final class Chunks: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+
+        private struct State {
+            var chunk: ByteBuffer?
+            /// Set once: nil while the body lasts, `.success` at its end, `.failure` when reading it failed.
+            var end: Result<Void, any Error>?
+            var waitingConsumer: CheckedContinuation<ByteBuffer?, any Error>?
+            var waitingProducer: CheckedContinuation<Void, any Error>?
+        }
+
+        private let state = Locked(State())
+
+        var isComplete: Bool { state.withLock { if case .success = $0.end { $0.chunk == nil } else { false } } }
+
+        /// Hands `chunk` to the upload and waits until it is taken.
+        func send(_ chunk: ByteBuffer) async throws {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    enum Step { case handed(CheckedContinuation<ByteBuffer?, any Error>), cancelled, waiting }
+                    let step: Step = state.withLock { state in
+                        if Task.isCancelled { return .cancelled }
+                        if let consumer = state.waitingConsumer {
+                            state.waitingConsumer = nil
+                            return .handed(consumer)
+                        }
+                        state.chunk = chunk
+                        state.waitingProducer = continuation
+                        return .waiting
+                    }
+                    switch step {
+                    case .handed(let consumer):
+                        consumer.resume(returning: chunk)
+                        continuation.resume()
+                    case .cancelled: continuation.resume(throwing: CancellationError())
+                    case .waiting: break
+                    }
+                }
+            } onCancel: {
+                let producer = state.withLock { state in
+                    defer { state.waitingProducer = nil; state.chunk = nil }
+                    return state.waitingProducer
+                }
+                producer?.resume(throwing: CancellationError())
+            }
+        }
+
+        /// The body's end, or why it failed (a streamed body's `whashMismatch`, a client gone).
+        func end(_ error: (any Error)?) {
+            let consumer = state.withLock { state in
+                if state.end == nil { state.end = error.map { .failure($0) } ?? .success(()) }
+                defer { state.waitingConsumer = nil }
+                return state.waitingConsumer
+            }
+            switch error {
+            case nil: consumer?.resume(returning: nil)
+            case let error?: consumer?.resume(throwing: error)
+            }
+        }
+
+        /// The upload's side: the next chunk, nil at the end, or the reader's error.
+        func next() async throws -> ByteBuffer? {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer?, any Error>) in
+                    enum Step { case chunk(ByteBuffer, CheckedContinuation<Void, any Error>?), end(Result<Void, any Error>), wait }
+                    let step: Step = state.withLock { state in
+                        if let chunk = state.chunk {
+                            state.chunk = nil
+                            defer { state.waitingProducer = nil }
+                            return .chunk(chunk, state.waitingProducer)
+                        }
+                        if let end = state.end { return .end(end) }
+                        if Task.isCancelled { return .end(.failure(CancellationError())) }
+                        state.waitingConsumer = continuation
+                        return .wait
+                    }
+                    switch step {
+                    case .chunk(let chunk, let producer):
+                        producer?.resume()
+                        continuation.resume(returning: chunk)
+                    case .end(.success): continuation.resume(returning: nil)
+                    case .end(.failure(let error)): continuation.resume(throwing: error)
+                    case .wait: break
+                    }
+                }
+            } onCancel: {
+                let consumer = state.withLock { state in
+                    defer { state.waitingConsumer = nil }
+                    return state.waitingConsumer
+                }
+                consumer?.resume(throwing: CancellationError())
+            }
+        }
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let chunks: Chunks
+            mutating func next() async throws -> ByteBuffer? { try await chunks.next() }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
+    }
+}
