@@ -66,8 +66,21 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     private func prepareBody(of request: inout Request, context: Context, requirement: SignatureRequirement,
                              route: String) async throws(SignCoreError) -> SHA256Digest {
         let method = try RequestMethod(token: request.method.rawValue)
+        // What the request announces decides before a byte of its body is read (SPEC §5 step 2):
+        // a GET, HEAD, OPTIONS or DELETE with a body, or a body larger than the limit, is refused
+        // unread, so no unauthenticated client makes the server hold its body.
+        let announced = request.headers[.contentLength].flatMap(Int64.init)
+        let chunked = request.headers[.transferEncoding] != nil
+        if method.contentClass == .url, !verifier.allowsUnsignedBody, chunked || (announced ?? 0) > 0 {
+            throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
+        }
+        if let announced, announced > body.limit {
+            throw SignCoreError(.bodyTooLarge, "the request body is larger than \(body.limit) bytes")
+        }
         switch body {
-        case .streamed(let limit) where method.contentClass == .body:
+        // Streamed only when the body is large or of unknown length: a small or empty one is
+        // collected and compared with the whash before anything of the request goes on.
+        case .streamed(let limit) where method.contentClass == .body && (chunked || (announced ?? 0) > BodyHandling.smallBody):
             guard let sent = request.headers[names.whash] else {
                 throw SignCoreError(.missingHeader, "the request has no whash header")
             }
@@ -121,8 +134,21 @@ extension SignCoreError: HTTPResponseError {
 public enum BodyHandling: Sendable, Equatable {
     /// Collected in memory, up to `limit` bytes (a larger body is refused `bodyTooLarge`, 413).
     case buffered(limit: Int64 = 1 << 20)
-    /// For POST, PUT and PATCH: the token is checked against the whash header first, then the body
-    /// reaches the handler as it arrives, hashed on the way, up to `limit` bytes; its last chunk is
-    /// released only when the digest matches. Needs the whash header. Other methods are buffered.
+    /// For POST, PUT and PATCH bodies over `smallBody` bytes or of unknown length (chunked): the
+    /// token is checked against the whash header first, then the body reaches the handler as it
+    /// arrives, hashed on the way, up to `limit` bytes; its last chunk is released only when the
+    /// digest matches, so a handler must act on nothing before the body's end. Needs the whash
+    /// header. Smaller bodies, empty ones and other methods are collected as in `buffered`.
     case streamed(limit: Int64 = .max)
+
+    /// The most bytes a request may send.
+    public var limit: Int64 {
+        switch self {
+        case .buffered(let limit), .streamed(let limit): limit
+        }
+    }
+
+    /// Bodies up to this size are collected even in streamed mode: checked whole before the
+    /// handler (or an upstream) sees any of the request, at a cost of at most this much memory.
+    public static let smallBody: Int64 = 64 << 10
 }
