@@ -9,6 +9,24 @@ import SignCore
 import SignHTTP
 import SignHummingbird
 
+/// Header fields signd treats specially on their way upstream.
+enum GatewayFields {
+    /// Fields that only signd may set: forwarding and method or URL overrides, which an upstream
+    /// or a framework in front of it would believe. A client's own are removed; the `X-Forwarded-*`
+    /// signd sets are added after.
+    static let owned: Set<String> = [
+        "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-forwarded-prefix",
+        "x-forwarded-server", "x-forwarded-ssl", "x-real-ip", "x-client-ip", "true-client-ip", "x-original-url", "x-rewrite-url",
+        "x-original-uri", "x-original-host", "x-original-method", "x-http-method-override", "x-http-method", "x-method-override",
+    ]
+
+    /// A field name as CGI, WSGI and many frameworks read it: case-insensitive, `_` for `-`
+    /// (`signcore_account` and `Signcore-Account` both become `HTTP_SIGNCORE_ACCOUNT`).
+    static func spelling(_ name: HTTPField.Name) -> String {
+        name.canonicalName.replacingOccurrences(of: "_", with: "-")
+    }
+}
+
 /// Forwards every request that got this far to the upstream, with its path and query, and
 /// streams the response back. Never calls `next`: it is the last middleware.
 ///
@@ -41,18 +59,24 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var fields = request.headers
-        // Fields the Connection field names are hop-by-hop too.
-        let listed = fields[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
+        // Fields the Connection field names are hop-by-hop too; a field the signature covers
+        // never is (removing it after verification would forward a request it did not sign).
+        let listed = request.headers[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
             HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
+        }
+        if let signature = context.signature {
+            let covered = Set(signature.coveredHeaders)
+            if listed.contains(where: { covered.contains($0.canonicalName) }) {
+                return Response(Refusal(SignCoreError(.invalidHeader, "the Connection field names a field the signature covers")))
+            }
         }
         // `Host` is the upstream's own, set by the HTTP client from the upstream URL: no host a
         // client names reaches an upstream that routes virtual hosts by it (the verified one is
-        // in `x-forwarded-host`).
-        for name in Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken, identity.keyID, identity.account, identity.algorithm,
-                                              Self.forwardedHost, Self.forwardedProto] {
-            fields[name] = nil
-        }
+        // in `x-forwarded-host`). Identity fields and the fields signd owns go under every
+        // spelling a server could read as theirs.
+        let removed = Set((Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken]).map(\.canonicalName))
+        let owned = GatewayFields.owned.union([identity.keyID, identity.account, identity.algorithm].map(GatewayFields.spelling))
+        var fields = HTTPFields(request.headers.filter { !removed.contains($0.name.canonicalName) && !owned.contains(GatewayFields.spelling($0.name)) })
         if let signature = context.signature {
             fields[identity.keyID] = signature.keyID
             fields[identity.algorithm] = signature.algorithm.rawValue

@@ -10,7 +10,7 @@ import NIOHTTP1
 import OpenAPIRuntime
 import SignAsyncHTTPClient
 @_spi(SignCoreTools) import SignCore
-import SignGateway
+@testable import SignGateway
 import SignHTTP
 import SignOpenAPI
 import SignTestSupport
@@ -377,5 +377,77 @@ extension Array where Element: Sendable {
             }
             #expect(upstream.all.map(\.bodyBytes) == [27], "\(mode)")
         }
+    }
+}
+
+/// Fields a server or framework behind signd would believe are set by signd alone, under every
+/// spelling it reads as theirs; fields the signature covers reach the upstream.
+@Suite(.serialized) struct GatewayFieldTests {
+    static func raw(_ port: Int, _ lines: [String]) async throws -> Int? {
+        let request = (lines + ["Host: 127.0.0.1:\(port)", "Connection: close", "", ""]).joined(separator: "\r\n")
+        return statusCode(of: try await rawHTTP(port: port, request))
+    }
+
+    static let spoofed = [
+        "signcore_account: root", "SIGNCORE_ACCOUNT: root", "Signcore-Account: root", "signcore-key-id: admin", "signcore_key_id: admin",
+        "SignCore_Algorithm: none", "Forwarded: for=10.0.0.1;host=internal-admin.example;proto=https", "X-Forwarded-For: 10.0.0.1",
+        "x_forwarded_for: 10.0.0.1", "X-Real-IP: 10.0.0.1", "X-Forwarded-Host: internal-admin.example", "x_forwarded_host: evil",
+        "X-Forwarded-Proto: https", "X-Forwarded-Port: 443", "X-Forwarded-Prefix: /admin", "X-Original-URL: /admin/delete-all",
+        "X-Rewrite-URL: /admin", "X-HTTP-Method-Override: DELETE", "X-HTTP-Method: DELETE", "X-Method-Override: DELETE",
+        "x_http_method_override: DELETE", "True-Client-IP: 10.0.0.1", "X-Client-IP: 10.0.0.1", "X-Original-Host: evil",
+    ]
+
+    @Test func onlySigndSetsIdentityAndForwardingFields() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let policy = ["routes": [["route": "/open/**", "signature": "off"], ["route": "/watch/**", "signature": "monitor"]]]
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["policy": policy])) { port in
+                for path in ["/open/x", "/watch/x", "/v1/x"] {
+                    let headers = try Signer(key: GatewayTests.key, account: "alice").sign(method: .get, url: "http://127.0.0.1:\(port)\(path)")
+                    #expect(try await Self.raw(port, ["GET \(path) HTTP/1.1"] + Self.spoofed) != nil)  // unsigned
+                    #expect(try await Self.raw(port, ["GET \(path) HTTP/1.1", "whash: \(headers.whash)", "wtoken: \(headers.wtoken)"] + Self.spoofed) == 200)
+                }
+            }
+        }
+        let seen = upstream.all
+        #expect(seen.count == 5, "the unsigned /v1 request is refused")
+        for record in seen {
+            let owned = record.fields.filter { field in
+                let name = field.prefix { $0 != ":" }.replacingOccurrences(of: "_", with: "-")
+                return name.hasPrefix("signcore-") || name.hasPrefix("x-forwarded-") || GatewayFields.owned.contains(name)
+            }
+            // What remains is signd's own: the verified identity and its forwarding fields.
+            let expected = (record.keyID == nil ? [] : ["signcore-key-id: gw-key", "signcore-algorithm: HS256", "signcore-account: alice"])
+                + ["x-forwarded-host: \(record.forwardedHost ?? "?")", "x-forwarded-proto: http"]
+            #expect(owned.sorted() == expected.sorted(), "\(record.path): \(owned)")
+        }
+    }
+
+    /// `Connection` makes the fields it names hop-by-hop: never one the signature covers.
+    @Test func aCoveredFieldCannotBeDroppedByConnection() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys)) { port in
+                let url = "http://127.0.0.1:\(port)/v1/x"
+                for connection in ["x-tenant", "X-Tenant", "keep-alive, x-tenant", "x-other,x-tenant"] {
+                    let headers = try Signer(key: GatewayTests.key, coveredHeaders: ["x-tenant"])
+                        .sign(method: .get, url: url, headers: [HeaderField("X-Tenant", "acme")])
+                    let lines = ["GET /v1/x HTTP/1.1", "X-Tenant: acme", "Connection: \(connection)", "whash: \(headers.whash)", "wtoken: \(headers.wtoken)"]
+                    let request = (lines + ["Host: 127.0.0.1:\(port)", "", ""]).joined(separator: "\r\n")
+                    #expect(statusCode(of: try await rawHTTP(port: port, request, timeout: .seconds(1))) == 400, "\(connection)")
+                }
+                #expect(upstream.all.isEmpty)
+                let headers = try Signer(key: GatewayTests.key, coveredHeaders: ["x-tenant"]).sign(method: .get, url: url, headers: [HeaderField("X-Tenant", "acme")])
+                let lines = ["GET /v1/x HTTP/1.1", "X-Tenant: acme", "X-Other: 1", "Connection: x-other", "whash: \(headers.whash)",
+                             "wtoken: \(headers.wtoken)", "Host: 127.0.0.1:\(port)", "", ""]
+                #expect(statusCode(of: try await rawHTTP(port: port, lines.joined(separator: "\r\n"), timeout: .seconds(1))) == 200)
+            }
+        }
+        let fields = upstream.all.first?.fields ?? []
+        #expect(fields.contains("x-tenant: acme") && !fields.contains { $0.hasPrefix("x-other") })
     }
 }

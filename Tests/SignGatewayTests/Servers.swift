@@ -48,6 +48,8 @@ final class Upstream: Sendable {
         /// Every `Host` the upstream received, and `x-forwarded-host`.
         var hosts: [String] = []
         var forwardedHost: String?
+        /// Every field as received, `name: value`, the name in lower case.
+        var fields: [String] = []
     }
 
     let records = Locked<[Record]>([])
@@ -90,7 +92,8 @@ final class Upstream: Sendable {
             let record = Record(path: request.uri.path, keyID: request.headers[HTTPField.Name("signcore-key-id")!],
                                 account: request.headers[HTTPField.Name("signcore-account")!], bodyBytes: bytes, complete: complete,
                                 hosts: (request.head.authority.map { [$0] } ?? []) + request.headers[values: HTTPField.Name("host")!],
-                                forwardedHost: request.headers[HTTPField.Name("x-forwarded-host")!])
+                                forwardedHost: request.headers[HTTPField.Name("x-forwarded-host")!],
+                                fields: request.headers.map { "\($0.name.canonicalName): \($0.value)" })
             upstream.records.withLock { $0.append(record) }
             let answer = ["keyID": record.keyID ?? "", "account": record.account ?? "", "bytes": "\(bytes)",
                           "forwardedHost": request.headers[HTTPField.Name("x-forwarded-host")!] ?? ""]
