@@ -166,7 +166,7 @@ public enum VectorCheck {
 
     public static func jwk(_ tc: JWKVectors.Case) -> [String] {
         let got = Outcome {
-            let key = try JWK.parseKey(tc.jwk)
+            let key = try JWK.parseKey(tc.document)
             return "\(key.id) \(JWK.thumbprint(of: key)) \(key.algorithm.rawValue)"
         }
         let want = tc.expected.map { Outcome.valid("\($0.kid) \($0.thumbprint) \($0.alg)") }
@@ -175,7 +175,7 @@ public enum VectorCheck {
     }
 
     public static func jwkSet(_ tc: JWKVectors.SetCase) -> [String] {
-        let got = Outcome { try KeySet(jwks: tc.jwks).ids.joined(separator: ",") }
+        let got = Outcome { try KeySet(jwks: tc.document).ids.joined(separator: ",") }
         let want = tc.kids.map { Outcome.valid($0.joined(separator: ",")) } ?? Outcome(result: tc.result, expected: nil, error: tc.error)
         return compare(got, want, tc.tcId)
     }

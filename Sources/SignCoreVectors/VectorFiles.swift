@@ -181,18 +181,28 @@ public struct JWKVectors: Decodable, Sendable {
         public let tcId: Int
         public let comment: String
         public let jwk: String
+        /// Spaces (0x20) that follow `jwk` in the document (a document of 1 MiB without 1 MiB of text).
+        public let trailingSpaces: Int?
         public let result: String
         public let expected: Expected?
         public let error: String?
+
+        /// The document as parsed: `jwk` and its trailing spaces.
+        public var document: String { jwk + String(repeating: " ", count: trailingSpaces ?? 0) }
     }
 
     public struct SetCase: Decodable, Sendable {
         public let tcId: Int
         public let comment: String
         public let jwks: String
+        /// Spaces (0x20) that follow `jwks` in the document.
+        public let trailingSpaces: Int?
         public let result: String
         public let kids: [String]?
         public let error: String?
+
+        /// The document as parsed: `jwks` and its trailing spaces.
+        public var document: String { jwks + String(repeating: " ", count: trailingSpaces ?? 0) }
     }
 
     public let tests: [Case]
