@@ -5,7 +5,7 @@ files (whash, wtoken, jwk) and checks every vector file, including the hand-writ
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
 same files, so the two implementations are compared through the vectors.
 
-    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json
+    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
 import base64, hashlib, hmac, json, pathlib, sys
@@ -1209,6 +1209,68 @@ def generate_jwk():
             "numberOfTests": len(cases) + len(sets), "tests": cases, "sets": sets}
 
 
+# §7 error codes and §7.1 refusals over HTTP
+CODES = {  # name: (code, advice)
+    "malformedToken": (1, "reSign"), "unsupportedVersion": (2, "updateClient"), "missingHeader": (3, "reSign"),
+    "headerTooLarge": (4, "reSign"), "unknownKey": (10, "refreshKeys"), "algorithmMismatch": (11, "refreshKeys"),
+    "badSignature": (12, "reSign"), "invalidKey": (13, "fixConfiguration"), "expired": (20, "resyncClock"),
+    "notYetValid": (21, "resyncClock"), "lifetimeTooLong": (22, "fixConfiguration"), "replayed": (23, "reSign"),
+    "overloaded": (24, "retryLater"), "unavailable": (25, "retryLater"), "whashMismatch": (30, "reSign"),
+    "targetMismatch": (31, "reSign"), "headerNotCovered": (32, "reSign"), "unsupportedMethod": (40, "fixRequest"),
+    "invalidURL": (41, "fixRequest"), "invalidInput": (42, "fixRequest"), "bodyTooLarge": (43, "fixRequest"),
+    "unexpectedBody": (44, "fixRequest"), "invalidHeader": (45, "fixRequest"), "cryptoFailure": (50, "retryLater"),
+    "invalidConfiguration": (60, "fixConfiguration"),
+}
+STATUS_OF = {1: 401, 2: 401, 3: 401, 10: 401, 11: 401, 12: 401, 20: 401, 21: 401, 22: 401, 23: 401, 30: 401, 31: 401, 32: 401,
+             40: 400, 41: 400, 42: 400, 44: 400, 45: 400, 43: 413, 4: 431, 24: 503, 25: 503, 13: 500, 50: 500, 60: 500}
+REASON = {400: "Bad Request", 401: "Unauthorized", 413: "Content Too Large", 431: "Request Header Fields Too Large",
+          500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def refusal(name, detail, key_id=None, retry_after=None):
+    """§7.1: the status, the header fields and the problem document refusing with error `name`
+    (`detail`: the refusing side's fixed sentence; `retry_after`: the seconds a server asks for)."""
+    code, advice = CODES[name]
+    status = STATUS_OF[code]
+    headers = {"Content-Type": "application/problem+json", "Cache-Control": "no-store",
+               "signcore-error": "%s;code=%d;advice=%s" % (name, code, advice)}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'SignCore error="%s"' % name
+    if status == 503:
+        headers["Retry-After"] = str(retry_after)
+    problem = {"type": "about:blank", "title": REASON[status], "status": status, "detail": detail, "code": code, "name": name,
+               "advice": advice, "retryable": advice not in ("fixRequest", "fixConfiguration")}
+    if name == "unknownKey" and key_id is not None:
+        problem["keyID"] = key_id
+    return {"status": status, "headers": headers, "problem": problem}
+
+
+def generate_refusal():
+    cases = []
+    def add(comment, name, detail, key_id=None, retry_after=None):
+        case = {"tcId": len(cases) + 1, "comment": comment, "name": name, "detail": detail}
+        if key_id is not None:
+            case["keyID"] = key_id
+        if retry_after is not None:
+            case["retryAfter"] = retry_after
+        case["expected"] = refusal(name, detail, key_id, retry_after)
+        cases.append(case)
+    for name, (code, _) in sorted(CODES.items(), key=lambda c: c[1][0]):
+        add("§7.1 %s (%d)" % (name, code), name, "the rule that failed, in one fixed sentence",
+            key_id="hmac-2027" if name == "unknownKey" else None, retry_after=1 if STATUS_OF[code] == 503 else None)
+    add("§7.1 unknownKey without a key id to name: no keyID member", "unknownKey", "no key has the token's key id")
+    add("§7.1 keyID is a member for unknownKey only", "badSignature", "the signature does not verify", key_id="hmac-2026")
+    add("§7.1 Retry-After carries the seconds the server asks for", "overloaded", "the replay guard is full", retry_after=30)
+    add("§7.1 Retry-After only with 503", "replayed", "the nonce was already used", retry_after=30)
+    add("§7.1 the detail is the refusing side's sentence, carried as it is", "unavailable",
+        "a key source or store cannot be reached", retry_after=5)
+    return {"spec": "SignCore/3", "algorithm": "refusal",
+            "header": "docs/SPEC.md §7.1. Each case: an error (name, detail, keyID when the refusal has one) and the server's "
+                      "retryAfter (seconds, for 503) -> the status, every header field of the response and the members of its "
+                      "application/problem+json body",
+            "numberOfTests": len(cases), "tests": cases}
+
+
 def parse_key_set(text):
     """§6.1: a JWK Set (a document with `keys`), or a single JWK as a set of one; duplicate ids
     refused; a private EdDSA or ES256 key (with `d`) refused in a verifier's set."""
@@ -1250,7 +1312,14 @@ def check():
     for tc in cu["pairs"]:
         same = canonical_url(tc["a"].encode()) == canonical_url(tc["b"].encode())
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
-    for name, fresh in (("whash.json", generate_whash()), ("wtoken.json", None), ("jwk.json", generate_jwk())):
+    generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal}
+    files = sorted(p.name for p in VECTORS.glob("*.json"))
+    for name in files:
+        expect(name in generated or name in ("canonical_url.json", "wtoken.json"), f"{name}: no check for this vector file")
+    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json"):
+        expect(name in files, f"{name} is missing")
+    for name in [n for n in files if n in generated or n == "wtoken.json"]:
+        fresh = generated[name]() if name in generated else None
         stored = json.loads((VECTORS / name).read_text())
         if name == "wtoken.json":
             keys = stored["keys"]
@@ -1276,7 +1345,8 @@ def check():
                 except SpecError as e:
                     expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
         else:
-            expect(stored["tests"] == fresh["tests"] and stored.get("sets") == fresh.get("sets"), f"{name} differs from the reference")
+            expect(stored["tests"] == fresh["tests"] and stored.get("sets") == fresh.get("sets")
+                   and stored["numberOfTests"] == fresh["numberOfTests"], f"{name} differs from the reference")
     print(f"reference check: {failures} failed" if failures else "reference check: all vector files agree with the reference")
     return failures == 0
 
@@ -1286,4 +1356,5 @@ if __name__ == "__main__":
         write("whash.json", generate_whash())
         write("wtoken.json", generate_wtoken())
         write("jwk.json", generate_jwk())
+        write("refusal.json", generate_refusal())
     sys.exit(0 if check() else 1)
