@@ -8,7 +8,7 @@ same files, so the two implementations are compared through the vectors.
     python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
-import base64, hashlib, hmac, json, pathlib, sys
+import base64, functools, hashlib, hmac, json, pathlib, sys
 
 VECTORS = pathlib.Path(__file__).resolve().parent.parent
 
@@ -268,6 +268,7 @@ def ed_decode(b: bytes):
     return (x, y, 1, x * y % ED_P)
 
 
+@functools.lru_cache(maxsize=None)  # pure arithmetic, and the same few keys are checked again and again
 def ed25519_point_ok(b: bytes) -> bool:
     if int.from_bytes(b, "little") & ((1 << 255) - 1) >= ED_P:
         return False
