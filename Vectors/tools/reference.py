@@ -1021,6 +1021,41 @@ def generate_wtoken():
     add_verify("§5 step 7: every required name must be covered, not just one", req("hct"),
                required={"body": ["content-type", "x-tenant"]})
     add_verify("§4.3 consecutive obs-folds as received", req("hfold2", headers=[["x-note", "a \r\n\t\r\n b"]]))
+    # Decisions Vectors/tools/mutate.py found unpinned.
+    add_sign("hlife1", "§4.4 a lifetime of 1 is accepted", "hmac", "GET", "https://api.example.com/v1/items", lifetime=1)
+    add_sign("hcreated0", "§4.4 a creation time of 0 is accepted", "hmac", "GET", "https://api.example.com/v1/items", created=0)
+    add_sign("haz", "§4.3 A and Z are lower-cased; a name of one byte", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["Z-A", "a"], headers=[["z-a", "1"], ["A", "2"]])
+    add_sign("hfold3", "§4.3 an obs-fold without spaces before the CR", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a\r\n b"]])
+    add_sign("hfoldend", "§4.3 an obs-fold at the end of a value is trailing whitespace", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a \r\n "]])
+    add_sign("hbytes", "§4.3 bytes 0x21, 0x7E and 0x80 are kept", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "!~\u0080"]])
+    for name, value, what in (("xfold4", "a x\n y", "a LF after a byte that is not CR"), ("xfold5", "a \r\r b", "CR CR"),
+                              ("xfold6", "a \r\nb", "CR LF not followed by a space or tab"), ("xdel", "a\u007fb", "the byte 0x7F"),
+                              ("x1f", "a\u001fb", "the byte 0x1F")):
+        add_sign(name, "§4.3 %s is invalidHeader" % what, "hmac", "GET", "https://api.example.com/v1/items",
+                 covered=["x-note"], headers=[["x-note", value]])
+    add_sign("xorder12", "§4.4 order: the longest token before the method", "hmac", "TRACE", "https://api.example.com/",
+             account="a" * 256, covered=names_of(578))
+    add_verify("§4.1 a token of lifetime 1 verifies", req("hlife1"), now=CREATED)
+    add_verify("§4.1 created 0 is a decimal number (the token is then expired)", req("hcreated0"))
+    add_verify("§4.1 a token with 16 covered names verifies", req("h16dup"))
+    add_verify("§4.1 covered names of 1 byte verify", req("haz"))
+    add_verify("§4.1 a covered name of 64 bytes verifies", req("hname64"))
+    add_verify("§4.1 headers: an empty first name", req("hct", wtoken=tok("hct", 7, ",content-type")))
+    add_verify("§4.1 a lifetime of two digits with a leading zero", req("hget", wtoken=tok("hget", 3, "06")))
+    add_verify("§4.1 a key id of 64 characters is well formed (not in the set)", req("hget", wtoken=tok("hget", 1, "k" * 64)))
+    add_verify("§4.1 a key id of 1 character is well formed (not in the set)", req("hget", wtoken=tok("hget", 1, "k")))
+    add_verify("§4.1 an empty key id", req("hget", wtoken=tok("hget", 1, "")))
+    add_verify("§4.1 a version of 3 digits is a version", req("hget", wtoken="v999" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 v and 4 digits is not a version", req("hget", wtoken="v1000" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 a version of two fields is unsupportedVersion", req("hget", wtoken="v2.x"))
+    add_verify("§4.1 a version's digits are ASCII (an Arabic-Indic three is not one)", req("hget", wtoken="v\u0663.a.b"))
+    add_verify("§5 order: algorithmMismatch (step 3) before lifetimeTooLong (step 4)", req("eget", wtoken=tok("eget", 8, b64u(bytes(32)))),
+               max_lifetime=30)
+    add_verify("§5 order: lifetimeTooLong (step 4) before notYetValid (step 5)", req("hdel"), max_lifetime=120, now=CREATED - 100)
     return {"spec": "SignCore/3", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6 and §8. keys: JWKs by name. sign: deterministic cases (or what a signer refuses). verify: requests against a verifier made of verifierKeys, a replay guard already holding the entries of seen (kid, nonce hex, expires = created + lifetime of the token recorded), clock now; settings left out take their defaults",
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
@@ -1206,6 +1241,27 @@ def generate_jwk():
             dumps({"keys": [KEYS["hmac"], dict(KEYS["hmacOther"], alg="ES256")]}))
     add_set("§6.1 a set document of 1 MiB + 1 byte is refused", dumps({"keys": [KEYS["hmac"]]}),
             pad=(1 << 20) + 1 - len(dumps({"keys": [KEYS["hmac"]]}).encode()))
+    # Decisions Vectors/tools/mutate.py found unpinned.
+    add("§6.1 EC with a curve other than P-256", dumps(dict(KEYS["p256Public"], crv="P-384")))
+    add("§6.2 a kid of 64 characters", dumps(dict(KEYS["hmac"], kid="k" * 64)))
+    add("§6.2 a kid of 1 character", dumps(dict(KEYS["hmac"], kid="k")))
+    add("§6.2 an empty kid", dumps(dict(KEYS["hmac"], kid="")))
+    add("§6.1 an HMAC secret of 1024 bytes", dumps({"kty": "oct", "k": b64u(bytes(range(256)) * 4)}))
+    add("§6.1 an HMAC secret of 32 bytes", dumps({"kty": "oct", "k": b64u(bytes(range(32)))}))
+    add("§6.1 Ed25519 d of 31 bytes", dumps(dict(KEYS["ed25519"], d=b64u(unb64u(KEYS["ed25519"]["d"])[:31]))))
+    add("§6.1 P-256 x of 31 bytes", dumps(dict(KEYS["p256Public"], x=b64u(unb64u(KEYS["p256Public"]["x"])[1:]))))
+    gx, gy = 0x6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296, 0x4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5  # the base point: the public key of d = 1
+    add("§6.1 P-256 d = 1 (its public key is the base point)",
+        dumps({"kty": "EC", "crv": "P-256", "x": b64u(gx.to_bytes(32, "big")), "y": b64u(gy.to_bytes(32, "big")), "d": b64u((1).to_bytes(32, "big"))}))
+    add("§6.1 P-256 d of 31 bytes (d = 1 without its leading zero byte)",
+        dumps({"kty": "EC", "crv": "P-256", "x": b64u(gx.to_bytes(32, "big")), "y": b64u(gy.to_bytes(32, "big")), "d": b64u((1).to_bytes(31, "big"))}))
+    add("§6.1 P-256 x, y are not the public key of d", dumps(dict(KEYS["p256"], x=b64u(gx.to_bytes(32, "big")), y=b64u(gy.to_bytes(32, "big")))))
+    add("§6.1 depth: 16 levels whose innermost is an empty object are accepted", hmac_doc + ',"note":' + nest(14, "{}") + "}")
+    add("§6.1 depth: 17 levels whose innermost is an empty object are refused", hmac_doc + ',"note":' + nest(15, "{}") + "}")
+    add("§6.1 a lone surrogate escape inside an array", hmac_doc + ',"note":["\\ud800"]}')
+    add_set("§6.1 a key that is not an object", dumps({"keys": [1]}))
+    add_set("§6.1 a key set document that is a JSON string", dumps("keys"))
+    add_set("§6.1 keys must be an array, not a string", dumps({"keys": ""}))
     return {"spec": "SignCore/3", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error. trailingSpaces, when present: that many spaces (0x20) follow the document's text",
             "numberOfTests": len(cases) + len(sets), "tests": cases, "sets": sets}
 
