@@ -105,6 +105,8 @@ public struct WTokenVectors: Decodable, Sendable {
         public let coveredHeaders: [String]?
         /// The request's header fields, `[name, value]` in order.
         public let headers: [[String]]?
+        /// Whether the signer allows an unsigned body on a URL-class method (absent: false).
+        public let allowUnsignedBody: Bool?
         public let result: String
         public let expected: Expected?
         public let error: String?
@@ -150,6 +152,8 @@ public struct WTokenVectors: Decodable, Sendable {
         public let maxLifetime: Int64?
         public let requireWhash: Bool?
         public let requiredHeaders: RequiredHeaders?
+        /// Whether the verifier allows an unsigned body on a URL-class method (absent: false).
+        public let allowUnsignedBody: Bool?
         public let seen: [Seen]?
         public let request: Request
         public let result: String

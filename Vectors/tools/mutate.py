@@ -20,7 +20,7 @@ import ast, copy, io, multiprocessing, os, pathlib, signal, sys, time
 TOOLS = pathlib.Path(__file__).resolve().parent
 REFERENCE = TOOLS / "reference.py"
 ALLOW = TOOLS / "mutate_allow.txt"
-TIMEOUT = 5  # seconds: a mutant that loops forever is killed (counted as killed by a timeout)
+TIMEOUT = 3  # seconds: a mutant that loops forever is killed (counted as killed by a timeout)
 
 # The functions that implement the specification (vector generation, file reading and the check
 # itself are not decisions of the specification).

@@ -450,7 +450,7 @@ def longest_token(key: Key, lifetime, account: bytes, names) -> int:
             + len(b64u(bytes(6))) + 1 + len(b64u(account)) + 1 + len(b",".join(names)) + 1 + len(b64u(bytes(LENGTHS[key.alg]))))
 
 
-def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, account: str, covered=(), fields=()):
+def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, account: str, covered=(), fields=(), allow_unsigned=False):
     """§4: a token, or SpecError for what a signer refuses (sign-side vectors), in §4.4's order:
     the settings (key, lifetime, account, covered names, the longest token), then per request
     the method, the creation time, the URL, a body on a URL-class method, the covered fields."""
@@ -468,7 +468,7 @@ def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, ac
     if not 0 <= created <= 99999999999:
         raise SpecError("invalidInput")
     canonical = canonical_url(url)
-    if method in URL_METHODS and body:
+    if method in URL_METHODS and body and not allow_unsigned:
         raise SpecError("unexpectedBody")
     wh = whash(method, url, body)
     target = target_digest(method, canonical)
@@ -526,7 +526,8 @@ def parse_token(text: str):
 LENGTHS = {"HS256": 32, "EdDSA": 64, "ES256": 64}
 
 
-def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True, required=None):
+def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True, required=None,
+           allow_unsigned=False):
     """§5 steps 1-10; returns the verified identity or raises SpecError. `seen`: (kid, nonce hex, expires) entries."""
     if req.get("wtoken") is None:
         raise SpecError("missingHeader")
@@ -537,7 +538,7 @@ def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), 
     url = req["url"].encode()
     canonical = canonical_url(url)
     body = body_of(req.get("body"))
-    if method in URL_METHODS and body:
+    if method in URL_METHODS and body and not allow_unsigned:
         raise SpecError("unexpectedBody")
     key = keys.get(t["kid"])
     if key is None:
@@ -670,7 +671,7 @@ def generate_wtoken():
     tokens = {}
 
     def add_sign(name, comment, key, method, url, body=None, account="", lifetime=60, nonce_index=None, covered=None,
-                 headers=None, created=CREATED):
+                 headers=None, created=CREATED, allow=None):
         nonce = NONCES[(nonce_index if nonce_index is not None else len(signs)) % len(NONCES)]
         case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "key": key, "method": method, "url": url}
         if body is not None:
@@ -680,8 +681,11 @@ def generate_wtoken():
             case["coveredHeaders"] = covered
         if headers is not None:
             case["headers"] = headers
+        if allow is not None:
+            case["allowUnsignedBody"] = allow
         try:
-            out = sign(keys[key], method, url.encode(), body_of(body), created, lifetime, nonce, account, covered or (), fields_of(headers))
+            out = sign(keys[key], method, url.encode(), body_of(body), created, lifetime, nonce, account, covered or (), fields_of(headers),
+                       bool(allow))
         except SpecError as e:
             case.update(result="invalid", error=e.code)
             signs.append(case)
@@ -762,10 +766,12 @@ def generate_wtoken():
     tokens["ppost"] = p256_token("POST", "https://api.example.com/v1/orders", {"utf8": "{\"item\":\"pen\"}"}, account="acct-7")
 
     def add_verify(comment, request, keys_=("hmac", "ed25519", "p256Public"), now=CREATED + 10, skew=None, max_lifetime=None,
-                   seen=(), require=None, required=None):
+                   seen=(), require=None, required=None, allow=None):
         case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "verifierKeys": list(keys_), "now": now}
-        # Settings left out take their defaults (§5): skew 30, maxLifetime 300, requireWhash true.
-        for name, value in (("skew", skew), ("maxLifetime", max_lifetime), ("requireWhash", require), ("requiredHeaders", required)):
+        # Settings left out take their defaults (§5): skew 30, maxLifetime 300, requireWhash true,
+        # no required headers, allowUnsignedBody false.
+        for name, value in (("skew", skew), ("maxLifetime", max_lifetime), ("requireWhash", require), ("requiredHeaders", required),
+                            ("allowUnsignedBody", allow)):
             if value is not None:
                 case[name] = value
         if seen:
@@ -773,7 +779,7 @@ def generate_wtoken():
         case["request"] = request
         try:
             out = verify(keyset(keys_), request, now, 30 if skew is None else skew, 300 if max_lifetime is None else max_lifetime,
-                         set(seen), True if require is None else require, required)
+                         set(seen), True if require is None else require, required, bool(allow))
             case.update(result="valid", expected=out)
         except SpecError as e:
             case.update(result="invalid", error=e.code)
@@ -1056,6 +1062,13 @@ def generate_wtoken():
     add_verify("§5 order: algorithmMismatch (step 3) before lifetimeTooLong (step 4)", req("eget", wtoken=tok("eget", 8, b64u(bytes(32)))),
                max_lifetime=30)
     add_verify("§5 order: lifetimeTooLong (step 4) before notYetValid (step 5)", req("hdel"), max_lifetime=120, now=CREATED - 100)
+    # §3.2 bodies on URL-class methods allowed unsigned, by explicit configuration
+    add_sign("hunsigned", "§3.2 a signer configured to allow unsigned bodies signs a GET with a body: the token is the one without it",
+             "hmac", "GET", "https://api.example.com/v1/items", {"utf8": "x"}, allow=True, nonce_index=0)
+    add_verify("§5 step 2: a verifier configured to allow unsigned bodies accepts a GET with a body", req("hunsigned"), allow=True)
+    add_verify("§5 step 2: the body allowed is unsigned: another body verifies alike", req("hunsigned", body={"utf8": "y"}), allow=True)
+    add_verify("§5 step 2: without the setting the same request is unexpectedBody", req("hunsigned"))
+    add_verify("§3.2 allowing unsigned bodies changes nothing for POST: its body is signed", req("hpost", body={"utf8": "x"}), allow=True)
     return {"spec": "SignCore/3", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6 and §8. keys: JWKs by name. sign: deterministic cases (or what a signer refuses). verify: requests against a verifier made of verifierKeys, a replay guard already holding the entries of seen (kid, nonce hex, expires = created + lifetime of the token recorded), clock now; settings left out take their defaults",
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
@@ -1384,7 +1397,8 @@ def check():
                 key = Key(keys[tc["key"]])
                 try:
                     out = sign(key, tc["method"], tc["url"].encode(), body_of(tc.get("body")), tc["created"], tc["lifetime"],
-                               bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")))
+                               bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")),
+                               tc.get("allowUnsignedBody", False))
                     if key.alg == "ES256":  # randomised: the stored signature cannot be reproduced
                         continue
                     expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken sign {tc['tcId']}")
@@ -1397,7 +1411,7 @@ def check():
                 try:
                     seen = {(p["kid"], p["nonce"], p["expires"]) for p in tc.get("seen", [])}
                     out = verify(ks, tc["request"], tc["now"], tc.get("skew", 30), tc.get("maxLifetime", 300), seen,
-                                 tc.get("requireWhash", True), tc.get("requiredHeaders"))
+                                 tc.get("requireWhash", True), tc.get("requiredHeaders"), tc.get("allowUnsignedBody", False))
                     expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken verify {tc['tcId']}")
                 except SpecError as e:
                     expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
