@@ -80,7 +80,7 @@ public enum VectorCheck {
         guard let expected = tc.expected else {
             let got = Outcome {
                 let signer = try Signer(key: try file.key(tc.key), lifetime: tc.lifetime, account: tc.account,
-                                        coveredHeaders: tc.coveredHeaders ?? [])
+                                        coveredHeaders: tc.coveredHeaders ?? [], allowsUnsignedBody: tc.allowUnsignedBody ?? false)
                 return try signer.sign(method: try RequestMethod(token: tc.method), url: tc.url, body: body, headers: fields,
                                        created: tc.created, nonce: nonce).wtoken
             }
@@ -89,7 +89,8 @@ public enum VectorCheck {
         do {
             let key = try file.key(tc.key)
             let method = try RequestMethod(token: tc.method)
-            let signer = try Signer(key: key, lifetime: tc.lifetime, account: tc.account, coveredHeaders: tc.coveredHeaders ?? [])
+            let signer = try Signer(key: key, lifetime: tc.lifetime, account: tc.account, coveredHeaders: tc.coveredHeaders ?? [],
+                                    allowsUnsignedBody: tc.allowUnsignedBody ?? false)
             let canonical = try CanonicalURL.canonicalize(tc.url)
             let whash = try WHash.compute(method: method, url: tc.url, body: body)
             let target = Array(canonical.utf8).withUnsafeBytes { SigningInput.targetDigest(method: method, canonicalURL: $0) }
@@ -112,7 +113,8 @@ public enum VectorCheck {
                 func unsigned(_ token: String?) -> String? { token.map { String($0[..<($0.lastIndex(of: ".") ?? $0.endIndex)]) } }
                 check("wtoken without its signature", unsigned(headers.wtoken), unsigned(expected.wtoken))
                 let verifier = try Verifier(keys: KeySet([key.publicOnly()]), replayGuard: InMemoryReplayGuard(capacity: 10), maxLifetime: 86_400,
-                                            requiredHeaders: try RequiredHeaders(), clock: { tc.created })
+                                            allowsUnsignedBody: tc.allowUnsignedBody ?? false, requiredHeaders: try RequiredHeaders(),
+                                            clock: { tc.created })
                 do {
                     _ = try verifier.verifySynchronously(ReceivedRequest(method: method, url: tc.url, body: .bytes(body), headers: fields,
                                                                          whash: headers.whash, wtoken: headers.wtoken))
@@ -142,7 +144,7 @@ public enum VectorCheck {
             }
             let now = tc.now
             verifier = try Verifier(keys: keys, replayGuard: replayGuard, skew: tc.skew ?? 30, maxLifetime: tc.maxLifetime ?? 300,
-                                    requireWhashHeader: tc.requireWhash ?? true,
+                                    requireWhashHeader: tc.requireWhash ?? true, allowsUnsignedBody: tc.allowUnsignedBody ?? false,
                                     requiredHeaders: try RequiredHeaders(urlMethods: tc.requiredHeaders?.url ?? [],
                                                                          bodyMethods: tc.requiredHeaders?.body ?? []),
                                     clock: { now })
@@ -166,7 +168,7 @@ public enum VectorCheck {
 
     public static func jwk(_ tc: JWKVectors.Case) -> [String] {
         let got = Outcome {
-            let key = try JWK.parseKey(tc.jwk)
+            let key = try JWK.parseKey(tc.document)
             return "\(key.id) \(JWK.thumbprint(of: key)) \(key.algorithm.rawValue)"
         }
         let want = tc.expected.map { Outcome.valid("\($0.kid) \($0.thumbprint) \($0.alg)") }
@@ -175,7 +177,7 @@ public enum VectorCheck {
     }
 
     public static func jwkSet(_ tc: JWKVectors.SetCase) -> [String] {
-        let got = Outcome { try KeySet(jwks: tc.jwks).ids.joined(separator: ",") }
+        let got = Outcome { try KeySet(jwks: tc.document).ids.joined(separator: ",") }
         let want = tc.kids.map { Outcome.valid($0.joined(separator: ",")) } ?? Outcome(result: tc.result, expected: nil, error: tc.error)
         return compare(got, want, tc.tcId)
     }

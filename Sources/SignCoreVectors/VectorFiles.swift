@@ -105,6 +105,8 @@ public struct WTokenVectors: Decodable, Sendable {
         public let coveredHeaders: [String]?
         /// The request's header fields, `[name, value]` in order.
         public let headers: [[String]]?
+        /// Whether the signer allows an unsigned body on a URL-class method (absent: false).
+        public let allowUnsignedBody: Bool?
         public let result: String
         public let expected: Expected?
         public let error: String?
@@ -150,6 +152,8 @@ public struct WTokenVectors: Decodable, Sendable {
         public let maxLifetime: Int64?
         public let requireWhash: Bool?
         public let requiredHeaders: RequiredHeaders?
+        /// Whether the verifier allows an unsigned body on a URL-class method (absent: false).
+        public let allowUnsignedBody: Bool?
         public let seen: [Seen]?
         public let request: Request
         public let result: String
@@ -181,18 +185,28 @@ public struct JWKVectors: Decodable, Sendable {
         public let tcId: Int
         public let comment: String
         public let jwk: String
+        /// Spaces (0x20) that follow `jwk` in the document (a document of 1 MiB without 1 MiB of text).
+        public let trailingSpaces: Int?
         public let result: String
         public let expected: Expected?
         public let error: String?
+
+        /// The document as parsed: `jwk` and its trailing spaces.
+        public var document: String { jwk + String(repeating: " ", count: trailingSpaces ?? 0) }
     }
 
     public struct SetCase: Decodable, Sendable {
         public let tcId: Int
         public let comment: String
         public let jwks: String
+        /// Spaces (0x20) that follow `jwks` in the document.
+        public let trailingSpaces: Int?
         public let result: String
         public let kids: [String]?
         public let error: String?
+
+        /// The document as parsed: `jwks` and its trailing spaces.
+        public var document: String { jwks + String(repeating: " ", count: trailingSpaces ?? 0) }
     }
 
     public let tests: [Case]

@@ -141,6 +141,34 @@ pairs = [
     ("empty value and absent key", "https://h.example/s?a=", "https://h.example/s", "different"),
 ]
 
+# Cases added since, numbered after every earlier one (pairs included), so that earlier numbers
+# stay. Each pins a decision no earlier case did (Vectors/tools/mutate.py found them).
+HOST255 = "a" * 63 + "." + "b" * 63 + "." + "c" * 63 + "." + "d" * 63
+late_tests = [
+    ("§2.4 a non-ASCII byte inside an IPv6 literal", "https://[::\u00e9]/", "invalidURL"),
+    ("§2.4 a non-digit in the IPv4 part of an IPv6 literal", "https://[::1.2.3.a]/", "invalidURL"),
+    ("§2.4 an IPv4 octet of 255 is accepted", "https://[::1.2.3.255]/", "https://[::102:3ff]/"),
+    ("§2.4 :: then an IPv4 part", "https://[::1.2.3.4]/", "https://[::102:304]/"),
+    ("§2.4 a group, ::, then an IPv4 part", "https://[1::1.2.3.4]/", "https://[1::102:304]/"),
+    ("§2.4 six groups then an IPv4 part, no ::", "https://[1:2:3:4:5:6:1.2.3.4]/", "https://[1:2:3:4:5:6:102:304]/"),
+    ("§2.4 a group that is not hex", "https://[::g]/", "invalidURL"),
+    ("§2.4 an empty group (:::)", "https://[1:::2]/", "invalidURL"),
+    ("§2.4 a run of exactly two zero groups is written as ::", "https://[1:0:0:2:3:4:5:6]/", "https://[1::2:3:4:5:6]/"),
+    ("§2.4 the longest zero run at the start, a single zero group at the end", "https://[0:0:1:2:3:4:5:0]/", "https://[::1:2:3:4:5:0]/"),
+    ("§2.1 a URL of exactly 8192 bytes", "https://h.example/" + "a" * (8192 - 18), "https://h.example/" + "a" * (8192 - 18)),
+    ("§2.1 a URL of 8193 bytes", "https://h.example/" + "a" * (8193 - 18), "invalidURL"),
+    ("§2.1 the byte 0x1F is refused", "https://h.example/a\u001fb", "invalidURL"),
+    ("§2.4 a host of one byte", "https://a/", "https://a/"),
+    ("§2.4 a host of 255 bytes", "https://" + HOST255 + "/", "https://" + HOST255 + "/"),
+    ("§2.4 a host of 256 bytes", "https://" + HOST255 + "d/", "invalidURL"),
+    ("§2.4 an empty host before a port", "https://:8443/", "invalidURL"),
+    ("§2.4 an empty authority", "https:///a", "invalidURL"),
+    ("§2.5 port 1", "https://h.example:1/", "https://h.example:1/"),
+    ("§2.5 port 65535", "https://h.example:65535/", "https://h.example:65535/"),
+    ("§2.5 port 65536", "https://h.example:65536/", "invalidURL"),
+    ("§2.5 port 0", "https://h.example:0/", "invalidURL"),
+]
+
 cases = []
 n = 0
 for comment, inp, exp in tests:
@@ -158,6 +186,15 @@ pair_cases = []
 for comment, a, b, res in pairs:
     n += 1
     pair_cases.append({"tcId": n, "comment": comment, "a": a, "b": b, "result": res})
+
+for comment, inp, exp in late_tests:
+    n += 1
+    case = {"tcId": n, "comment": comment, "input": inp}
+    if exp.startswith("http"):
+        case.update(result=V, expected=exp)
+    else:
+        case.update(result=I, error=exp)
+    cases.append(case)
 
 doc = {
     "spec": "SignCore/3",

@@ -5,10 +5,10 @@ files (whash, wtoken, jwk) and checks every vector file, including the hand-writ
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
 same files, so the two implementations are compared through the vectors.
 
-    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json
+    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
-import base64, hashlib, hmac, json, pathlib, sys
+import base64, functools, hashlib, hmac, json, pathlib, sys
 
 VECTORS = pathlib.Path(__file__).resolve().parent.parent
 
@@ -216,6 +216,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.exceptions import InvalidSignature
 
 P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
 
 
 # §6.1 Ed25519 public keys: canonical, on the curve, in the prime-order subgroup, not of small order
@@ -267,6 +268,7 @@ def ed_decode(b: bytes):
     return (x, y, 1, x * y % ED_P)
 
 
+@functools.lru_cache(maxsize=None)  # pure arithmetic, and the same few keys are checked again and again
 def ed25519_point_ok(b: bytes) -> bool:
     if int.from_bytes(b, "little") & ((1 << 255) - 1) >= ED_P:
         return False
@@ -438,8 +440,20 @@ def fields_of(pairs):
     return [(k.encode(), v.encode()) for k, v in (pairs or [])]
 
 
-def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, account: str, covered=(), fields=()):
-    """§4: a token, or SpecError for what a signer refuses (sign-side vectors)."""
+MAX_CREATED_DIGITS = 11  # created is at most 99999999999
+
+
+def longest_token(key: Key, lifetime, account: bytes, names) -> int:
+    """§4.4: the length of the longest token a signer's settings can make: `created` counted at
+    its widest (11 digits), every other field as it will be written."""
+    return (len("v3") + 1 + len(key.kid) + 1 + MAX_CREATED_DIGITS + 1 + len(str(lifetime)) + 1 + len(b64u(bytes(16))) + 1
+            + len(b64u(bytes(6))) + 1 + len(b64u(account)) + 1 + len(b",".join(names)) + 1 + len(b64u(bytes(LENGTHS[key.alg]))))
+
+
+def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, account: str, covered=(), fields=(), allow_unsigned=False):
+    """§4: a token, or SpecError for what a signer refuses (sign-side vectors), in §4.4's order:
+    the settings (key, lifetime, account, covered names, the longest token), then per request
+    the method, the creation time, the URL, a body on a URL-class method, the covered fields."""
     if key.alg != "HS256" and key.private is None:
         raise SpecError("invalidKey")
     if not 1 <= lifetime <= 86400:
@@ -447,10 +461,14 @@ def sign(key: Key, method, url: bytes, body: bytes, created, lifetime, nonce, ac
     if len(account.encode()) > 256:
         raise SpecError("invalidInput")
     names = covered_names(covered)
+    if longest_token(key, lifetime, account.encode(), names) > 1024:
+        raise SpecError("invalidConfiguration")
+    if method not in URL_METHODS + BODY_METHODS:
+        raise SpecError("unsupportedMethod")
     if not 0 <= created <= 99999999999:
         raise SpecError("invalidInput")
     canonical = canonical_url(url)
-    if method in URL_METHODS and body:
+    if method in URL_METHODS and body and not allow_unsigned:
         raise SpecError("unexpectedBody")
     wh = whash(method, url, body)
     target = target_digest(method, canonical)
@@ -508,7 +526,8 @@ def parse_token(text: str):
 LENGTHS = {"HS256": 32, "EdDSA": 64, "ES256": 64}
 
 
-def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True, required=None):
+def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), require_whash=True, required=None,
+           allow_unsigned=False):
     """§5 steps 1-10; returns the verified identity or raises SpecError. `seen`: (kid, nonce hex, expires) entries."""
     if req.get("wtoken") is None:
         raise SpecError("missingHeader")
@@ -519,7 +538,7 @@ def verify(keys: dict, req: dict, now: int, skew=30, max_lifetime=300, seen=(), 
     url = req["url"].encode()
     canonical = canonical_url(url)
     body = body_of(req.get("body"))
-    if method in URL_METHODS and body:
+    if method in URL_METHODS and body and not allow_unsigned:
         raise SpecError("unexpectedBody")
     key = keys.get(t["kid"])
     if key is None:
@@ -652,9 +671,9 @@ def generate_wtoken():
     tokens = {}
 
     def add_sign(name, comment, key, method, url, body=None, account="", lifetime=60, nonce_index=None, covered=None,
-                 headers=None, created=CREATED):
+                 headers=None, created=CREATED, allow=None):
         nonce = NONCES[(nonce_index if nonce_index is not None else len(signs)) % len(NONCES)]
-        case = {"tcId": len(signs) + 1, "comment": comment, "key": key, "method": method, "url": url}
+        case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "key": key, "method": method, "url": url}
         if body is not None:
             case["body"] = body
         case.update(created=created, lifetime=lifetime, nonce=nonce.hex(), account=account)
@@ -662,8 +681,11 @@ def generate_wtoken():
             case["coveredHeaders"] = covered
         if headers is not None:
             case["headers"] = headers
+        if allow is not None:
+            case["allowUnsignedBody"] = allow
         try:
-            out = sign(keys[key], method, url.encode(), body_of(body), created, lifetime, nonce, account, covered or (), fields_of(headers))
+            out = sign(keys[key], method, url.encode(), body_of(body), created, lifetime, nonce, account, covered or (), fields_of(headers),
+                       bool(allow))
         except SpecError as e:
             case.update(result="invalid", error=e.code)
             signs.append(case)
@@ -744,10 +766,12 @@ def generate_wtoken():
     tokens["ppost"] = p256_token("POST", "https://api.example.com/v1/orders", {"utf8": "{\"item\":\"pen\"}"}, account="acct-7")
 
     def add_verify(comment, request, keys_=("hmac", "ed25519", "p256Public"), now=CREATED + 10, skew=None, max_lifetime=None,
-                   seen=(), require=None, required=None):
+                   seen=(), require=None, required=None, allow=None):
         case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "verifierKeys": list(keys_), "now": now}
-        # Settings left out take their defaults (§5): skew 30, maxLifetime 300, requireWhash true.
-        for name, value in (("skew", skew), ("maxLifetime", max_lifetime), ("requireWhash", require), ("requiredHeaders", required)):
+        # Settings left out take their defaults (§5): skew 30, maxLifetime 300, requireWhash true,
+        # no required headers, allowUnsignedBody false.
+        for name, value in (("skew", skew), ("maxLifetime", max_lifetime), ("requireWhash", require), ("requiredHeaders", required),
+                            ("allowUnsignedBody", allow)):
             if value is not None:
                 case[name] = value
         if seen:
@@ -755,7 +779,7 @@ def generate_wtoken():
         case["request"] = request
         try:
             out = verify(keyset(keys_), request, now, 30 if skew is None else skew, 300 if max_lifetime is None else max_lifetime,
-                         set(seen), True if require is None else require, required)
+                         set(seen), True if require is None else require, required, bool(allow))
             case.update(result="valid", expected=out)
         except SpecError as e:
             case.update(result="invalid", error=e.code)
@@ -789,19 +813,19 @@ def generate_wtoken():
     add_verify("§6.3 rotation: a key set with the old and the new key accepts both", req("eget"), keys_=("hmac", "ed25519", "ed25519Other"))
     # invalid
     add_verify("§5 step 6: tampered body", req("hpost", body={"utf8": "{\"item\":\"book\",\"qty\":9}"}))
-    add_verify("§5 step 8: tampered body with a matching whash header", req("hpost", body={"utf8": "{\"item\":\"book\",\"qty\":9}"},
+    add_verify("§5 step 9: tampered body with a matching whash header", req("hpost", body={"utf8": "{\"item\":\"book\",\"qty\":9}"},
                whash=b64u(whash("POST", b"", b"{\"item\":\"book\",\"qty\":9}"))))
     add_verify("§5 step 6: changed query on a GET (the whash covers the URL)", req("hget", url="https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9"))
-    add_verify("§5 step 7: changed query with a recomputed whash header", req("hget", url="https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9",
+    add_verify("§5 step 8: changed query with a recomputed whash header", req("hget", url="https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9",
                whash=b64u(whash("GET", b"https://api.example.com/v1/orders?id=43&sort=desc&q=caf%C3%A9", b""))))
     add_verify("§5 step 6: other method of the URL class (the whash covers the method)", req("hdel", method="GET"))
-    add_verify("§5 step 7: other method of the URL class with a recomputed whash header", req("hdel", method="GET",
+    add_verify("§5 step 8: other method of the URL class with a recomputed whash header", req("hdel", method="GET",
                whash=b64u(whash("GET", b"https://api.example.com/v1/orders/42", b""))))
-    add_verify("§5 step 7: other host", req("hpost", url="https://evil.example.com/v1/orders"))
-    add_verify("§5 step 7: other scheme", req("hpost", url="http://api.example.com/v1/orders"))
-    add_verify("§5 step 7: other port", req("hpost", url="https://api.example.com:8443/v1/orders"))
-    add_verify("§5 step 7: other path", req("hpost", url="https://api.example.com/v1/orders/"))
-    add_verify("§5 step 7: other method of the same class", req("hpost", method="PUT"))
+    add_verify("§5 step 8: other host", req("hpost", url="https://evil.example.com/v1/orders"))
+    add_verify("§5 step 8: other scheme", req("hpost", url="http://api.example.com/v1/orders"))
+    add_verify("§5 step 8: other port", req("hpost", url="https://api.example.com:8443/v1/orders"))
+    add_verify("§5 step 8: other path", req("hpost", url="https://api.example.com/v1/orders/"))
+    add_verify("§5 step 8: other method of the same class", req("hpost", method="PUT"))
     add_verify("§5 step 5: expired at created + lifetime", req("hget"), now=CREATED + 60)
     add_verify("§5 step 5: created beyond the skew", req("hget"), now=CREATED - 31)
     add_verify("§5 step 10: replayed nonce", req("hget"), seen=(("hmac-2026", NONCES[0].hex(), CREATED + 60),))
@@ -809,9 +833,9 @@ def generate_wtoken():
     add_verify("§5 step 10: a replay is refused after every other check passed (a forged replay is badSignature)",
                req("hget", wtoken=tok("hget", 8, b64u(bytes(32)))), seen=(("hmac-2026", NONCES[0].hex(), CREATED + 60),))
     add_verify("§5 step 3: unknown key id", req("eget"), keys_=("hmac",))
-    add_verify("§5 step 8: same key id, other secret (wrong key)", req("hget"), keys_=("hmacOther",))
+    add_verify("§5 step 9: same key id, other secret (wrong key)", req("hget"), keys_=("hmacOther",))
     add_verify("§6.3 rotation: once the old key is removed its tokens are refused", req("eget"), keys_=("hmac", "ed25519Other", "p256Public"))
-    add_verify("§5 step 3: a 32-byte signature under an EdDSA key", req("eget", wtoken=tok("eget", 7, b64u(bytes(32)))))
+    add_verify("§5 step 3: a 32-byte signature under an EdDSA key", req("eget", wtoken=tok("eget", 8, b64u(bytes(32)))))
     add_verify("§5 step 4: lifetime beyond the verifier maximum", req("hdel"), max_lifetime=120)
     add_verify("§5 step 4: lifetime 86400 beyond the default maximum", req("edel"))
     add_verify("§4.1 truncated token", req("hget", wtoken=tokens["hget"]["wtoken"][:-10]))
@@ -834,7 +858,7 @@ def generate_wtoken():
     add_verify("§4.1 kid with a character outside base64url", req("hget", wtoken=tok("hget", 1, "hmac+2026")))
     add_verify("§4.1 nonce of 15 bytes", req("hget", wtoken=tok("hget", 4, b64u(NONCES[0][:15]))))
     add_verify("§4.1 target of 8 bytes", req("hget", wtoken=tok("hget", 5, b64u(bytes(8)))))
-    add_verify("§4.1 signature of 48 bytes", req("hget", wtoken=tok("hget", 7, b64u(bytes(48)))))
+    add_verify("§4.1 signature of 48 bytes", req("hget", wtoken=tok("hget", 8, b64u(bytes(48)))))
     add_verify("§4.1 account of 257 bytes", req("hget", wtoken=tok("hget", 6, b64u(b"a" * 257))))
     add_verify("§4.1 account that is not UTF-8", req("hget", wtoken=tok("hget", 6, b64u(b"\xc3\x28"))))
     add_verify("§4.1 ten fields", req("hget", wtoken=tokens["hget"]["wtoken"] + ".AA"))
@@ -860,24 +884,24 @@ def generate_wtoken():
     add_verify("§5 step 6: no whash header", req("hpost", whash=None))
     add_verify("§5 step 6: a whash header that is not 32 bytes", req("hpost", whash="abc"))
     add_verify("§5 step 9: one signature byte changed", req("hget", wtoken=tok("hget", 8, b64u(bytes([unb64u(tokens["hget"]["wtoken"].split(".")[8])[0] ^ 1]) + unb64u(tokens["hget"]["wtoken"].split(".")[8])[1:]))))
-    add_verify("§5 step 8: account changed", req("hacct", wtoken=tok("hacct", 6, b64u(b"admin"))))
-    add_verify("§5 step 8: account added", req("hget", wtoken=tok("hget", 6, b64u(b"admin"))))
-    add_verify("§5 step 8: created changed by one second", req("hget", wtoken=tok("hget", 2, str(CREATED + 1))))
-    add_verify("§5 step 8: lifetime changed", req("hget", wtoken=tok("hget", 3, "61")))
-    add_verify("§5 step 8: nonce changed", req("hget", wtoken=tok("hget", 4, b64u(NONCES[9]))))
+    add_verify("§5 step 9: account changed", req("hacct", wtoken=tok("hacct", 6, b64u(b"admin"))))
+    add_verify("§5 step 9: account added", req("hget", wtoken=tok("hget", 6, b64u(b"admin"))))
+    add_verify("§5 step 9: created changed by one second", req("hget", wtoken=tok("hget", 2, str(CREATED + 1))))
+    add_verify("§5 step 9: lifetime changed", req("hget", wtoken=tok("hget", 3, "61")))
+    add_verify("§5 step 9: nonce changed", req("hget", wtoken=tok("hget", 4, b64u(NONCES[9]))))
     add_verify("§5 step 3: key id changed to one not in the set", req("hget", wtoken=tok("hget", 1, "hmac-2027")))
     add_verify("§5 step 3: a 64-byte signature under the HS256 key", req("hget", wtoken=tok("hget", 8, tokens["eget"]["wtoken"].split(".")[8])))
     add_verify("§5 step 9: EdDSA signature changed", req("eget", wtoken=tok("eget", 8, b64u(bytes(64)))))
     add_verify("§5 step 9: ES256 signature changed", req("pget", wtoken=tok("pget", 8, b64u(bytes([1]) * 64))))
     pr, ps = unb64u(tokens["pget"]["wtoken"].split(".")[8])[:32], int.from_bytes(unb64u(tokens["pget"]["wtoken"].split(".")[8])[32:], "big")
-    add_verify("§4.3 ES256 with n - s verifies too (ECDSA is malleable; replays are keyed on the nonce)",
+    add_verify("§4.5 ES256 with n - s verifies too (ECDSA is malleable; replays are keyed on the nonce)",
                req("pget", wtoken=tok("pget", 8, b64u(pr + (P256_N - ps).to_bytes(32, "big")))))
-    add_verify("§4.3 ES256 with s = n is refused", req("pget", wtoken=tok("pget", 8, b64u(pr + P256_N.to_bytes(32, "big")))))
+    add_verify("§5 step 9: ES256 with s = n is refused (s outside 1...n-1)", req("pget", wtoken=tok("pget", 8, b64u(pr + P256_N.to_bytes(32, "big")))))
     # §4.3 covered headers
     add_verify("§4.3 covered content-type verifies", req("hct"))
     add_verify("§4.3 the verifier reads names in any case", req("hct", headers=[["CONTENT-TYPE", "application/json"]]))
     add_verify("§4.3 surrounding whitespace as received does not matter", req("hct", headers=[["content-type", "  application/json\t"]]))
-    add_verify("§4.3 a changed covered value is refused", req("hct", headers=[["Content-Type", "text/plain"]]))
+    add_verify("§4.3, §5 step 9: a changed covered value is refused", req("hct", headers=[["Content-Type", "text/plain"]]))
     add_verify("§4.3 a changed multipart boundary is refused", req("hmultipart", headers=[["content-type", "multipart/form-data; boundary=b2"]]))
     add_verify("§4.3 inner whitespace is data", req("hct", headers=[["Content-Type", "application/ json"]]))
     add_verify("§4.3 a covered field removed in transit is refused", req("hct", headers=[["Accept", "*/*"]]))
@@ -916,7 +940,7 @@ def generate_wtoken():
     add_verify("§5 order: expired before whashMismatch", req("hpost", body={"utf8": "x"}), now=CREATED + 60)
     add_verify("§5 order: whashMismatch before targetMismatch", req("hpost", url="https://evil.example.com/v1/orders", body={"utf8": "x"}))
     add_verify("§5 order: targetMismatch before badSignature", req("hpost", url="https://evil.example.com/v1/orders", wtoken=tok("hpost", 8, b64u(bytes(32)))))
-    add_verify("§5 step 6: a body-class whash computed alone says nothing of the URL (the target does)",
+    add_verify("§5 step 8: a body-class whash computed alone says nothing of the URL (the target does)",
                req("hpost", url="https://api.example.com/v1/other"))
     add_verify("§5 step 3: an ES256 token at a verifier without the ES256 key", req("pget"), keys_=("hmac", "ed25519"))
     add_verify("§3.1 method not signable", req("hget", method="TRACE"))
@@ -928,6 +952,123 @@ def generate_wtoken():
     add_verify("§5 the defaults: created 30 s ahead is accepted", req("hget"), now=CREATED - 30)
     add_verify("§5 the defaults: created 31 s ahead is refused", req("hget"), now=CREATED - 31)
     add_verify("§5 the defaults: a whash header is required", req("hget", whash=None))
+
+    # Cases added since: numbered after every earlier one, so that earlier numbers stay.
+    # §4.4 the longest token: 256 bytes of account (342 characters), lifetime 60, the HS256 key
+    # "hmac-2026" and names of `width` characters in all make a longest token of 447 + width bytes.
+    def names_of(width):  # names of 64 bytes and one of the rest, `width` bytes with their commas
+        names, rest = [], width
+        while rest > 65:
+            names.append(chr(0x61 + len(names)) * 64)
+            rest -= 65
+        return names + ["z" * rest]
+    add_sign("h1024", "§4.4 settings whose longest token, with created at its widest (11 digits), is 1024 bytes are accepted (this token, created of 10 digits, is 1023)",
+             "hmac", "GET", "https://api.example.com/", account="a" * 256, covered=names_of(577))
+    add_sign("x1025", "§4.4 settings whose longest token is 1025 bytes are refused, although this token (created of 10 digits) would be 1024",
+             "hmac", "GET", "https://api.example.com/", account="a" * 256, covered=names_of(578))
+    add_sign("x1025e", "§4.4 the longest token counts the signature of the key's algorithm (86 characters for EdDSA)",
+             "ed25519", "GET", "https://api.example.com/", covered=names_of(1025 - 182))
+    add_sign("h1024c", "§4.4 created at its widest: the longest token with created 99999999999 is 1024 bytes",
+             "hmac", "GET", "https://api.example.com/", account="a" * 256, covered=names_of(577), created=99999999999)
+    add_sign("h16dup", "§4.3 names are counted after lower-casing and removing repeats: 17 given, 16 distinct, accepted",
+             "hmac", "GET", "https://api.example.com/v1/items", covered=["h%d" % i for i in range(16)] + ["H3"])
+    add_sign("xorder1", "§4.4 order: the settings before the request (a lifetime of 0 and an unsupported method)", "hmac", "TRACE",
+             "https://api.example.com/", lifetime=0)
+    add_sign("xorder2", "§4.4 order: the method before the creation time", "hmac", "TRACE", "https://api.example.com/", created=10 ** 11)
+    add_sign("xorder3", "§4.4 order: the creation time before the URL", "hmac", "GET", "https://api.example.com/%zz", created=-1)
+    add_sign("xorder4", "§4.4 order: the URL before a body on a URL-class method", "hmac", "GET", "https://api.example.com/%zz", {"utf8": "x"})
+    add_sign("xorder5", "§4.4 order: a body on a URL-class method before a covered field", "hmac", "GET", "https://api.example.com/",
+             {"utf8": "x"}, covered=["x-note"], headers=[["x-note", "a\rb"]])
+    add_sign("xorder6", "§4.4 order: the URL before a covered field", "hmac", "POST", "https://api.example.com/%zz",
+             {"utf8": "x"}, covered=["x-note"], headers=[["x-note", "a\rb"]])
+    add_sign("xorder7", "§4.4 order: the account before the covered names", "hmac", "GET", "https://api.example.com/",
+             account="a" * 257, covered=["x.note"])
+    add_sign("xorder8", "§4.4 order: the lifetime before the account", "hmac", "GET", "https://api.example.com/",
+             account="a" * 257, lifetime=86401)
+    add_sign("xorder9", "§4.4 order: the key before the lifetime", "p256Public", "GET", "https://api.example.com/", lifetime=0)
+    add_sign("xorder10", "§4.4 order: the covered names before the longest token", "hmac", "GET", "https://api.example.com/",
+             account="a" * 256, covered=names_of(578) + ["wtoken"])
+    add_sign("xorder11", "§4.4 order: an account over 256 bytes is invalidInput even when the longest token is over 1024 too",
+             "hmac", "GET", "https://api.example.com/", account="a" * 257, covered=names_of(578))
+    add_sign("xfoldend", "§4.3 CR LF at the end of a value, with no space or tab after it, is not an obs-fold", "hmac", "GET",
+             "https://api.example.com/v1/items", covered=["x-note"], headers=[["x-note", "a\r\n"]])
+    add_sign("hfold2", "§4.3 consecutive obs-folds, and spaces around them, become one space", "hmac", "GET",
+             "https://api.example.com/v1/items", covered=["x-note"], headers=[["x-note", "a \r\n \r\n\tb"]])
+    add_sign("xempty", "§4.3 an empty covered name is refused", "hmac", "GET", "https://api.example.com/v1/items", covered=[""])
+    add_sign("xname65", "§4.3 a covered name of 65 bytes is refused", "hmac", "GET", "https://api.example.com/v1/items", covered=["h" * 65])
+    add_sign("hname64", "§4.3 a covered name of 64 bytes is accepted", "hmac", "GET", "https://api.example.com/v1/items", covered=["h" * 64])
+    add_sign("xwhash", "§4.3 whash cannot be covered", "hmac", "GET", "https://api.example.com/v1/items", covered=["WHash"])
+    add_verify("§4.4 the token of settings whose longest token is 1024 bytes verifies", req("h1024"))
+    add_verify("§4.4 the 1024-byte token created at 99999999999 verifies", req("h1024c", wtoken=tokens["h1024c"]["wtoken"]),
+               now=99999999999 + 10, max_lifetime=None)
+    # §5: where headerNotCovered and invalidHeader (step 7) fall among steps 2, 6 and 8
+    bad = [["x-tenant", "acme"], ["Authorization", "a\rb"]]
+    add_verify("§5 order: unexpectedBody (step 2) before invalidHeader (step 7)", req("habsent", body={"utf8": "x"}, headers=bad))
+    add_verify("§5 order: invalidURL (step 2) before headerNotCovered (step 7)", req("hget", url="https://api.example.com/%zz"),
+               required={"url": ["authorization"]})
+    add_verify("§5 order: unexpectedBody (step 2) before headerNotCovered (step 7)", req("hget", body={"utf8": "x"}),
+               required={"url": ["authorization"]})
+    add_verify("§5 order: whashMismatch (step 6) before headerNotCovered (step 7)", req("hpost", body={"utf8": "x"}),
+               required={"body": ["content-type"]})
+    add_verify("§5 order: a missing whash (step 6) before headerNotCovered (step 7)", req("hpost", whash=None),
+               required={"body": ["content-type"]})
+    add_verify("§5 order: whashMismatch (step 6) before invalidHeader (step 7)", req("hct", body={"utf8": "x"},
+               headers=[["Content-Type", "a\rb"]]))
+    add_verify("§5 order: headerNotCovered before invalidHeader (both step 7)", req("hct", headers=[["Content-Type", "a\rb"]]),
+               required={"body": ["idempotency-key"]})
+    add_verify("§5 order: headerNotCovered (step 7) before targetMismatch (step 8)", req("hpost", url="https://evil.example.com/v1/orders"),
+               required={"body": ["content-type"]})
+    add_verify("§5 order: invalidHeader (step 7) before targetMismatch (step 8)", req("hct", url="https://evil.example.com/v1/orders",
+               headers=[["Content-Type", "a\rb"]]))
+    add_verify("§5 step 7: a field the token does not cover is not canonicalised (a bare CR in it is no error)",
+               req("hct", headers=[["Content-Type", "application/json"], ["x-other", "a\rb"]]))
+    add_verify("§5 step 7: required names are compared ignoring case and counted once", req("hct"),
+               required={"body": ["Content-Type", "CONTENT-TYPE", "content-type"]})
+    add_verify("§5 step 7: every required name must be covered, not just one", req("hct"),
+               required={"body": ["content-type", "x-tenant"]})
+    add_verify("§4.3 consecutive obs-folds as received", req("hfold2", headers=[["x-note", "a \r\n\t\r\n b"]]))
+    # Decisions Vectors/tools/mutate.py found unpinned.
+    add_sign("hlife1", "§4.4 a lifetime of 1 is accepted", "hmac", "GET", "https://api.example.com/v1/items", lifetime=1)
+    add_sign("hcreated0", "§4.4 a creation time of 0 is accepted", "hmac", "GET", "https://api.example.com/v1/items", created=0)
+    add_sign("haz", "§4.3 A and Z are lower-cased; a name of one byte", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["Z-A", "a"], headers=[["z-a", "1"], ["A", "2"]])
+    add_sign("hfold3", "§4.3 an obs-fold without spaces before the CR", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a\r\n b"]])
+    add_sign("hfoldend", "§4.3 an obs-fold at the end of a value is trailing whitespace", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "a \r\n "]])
+    add_sign("hbytes", "§4.3 bytes 0x21, 0x7E and 0x80 are kept", "hmac", "GET", "https://api.example.com/v1/items",
+             covered=["x-note"], headers=[["x-note", "!~\u0080"]])
+    for name, value, what in (("xfold4", "a x\n y", "a LF after a byte that is not CR"), ("xfold5", "a \r\r b", "CR CR"),
+                              ("xfold6", "a \r\nb", "CR LF not followed by a space or tab"), ("xdel", "a\u007fb", "the byte 0x7F"),
+                              ("x1f", "a\u001fb", "the byte 0x1F")):
+        add_sign(name, "§4.3 %s is invalidHeader" % what, "hmac", "GET", "https://api.example.com/v1/items",
+                 covered=["x-note"], headers=[["x-note", value]])
+    add_sign("xorder12", "§4.4 order: the longest token before the method", "hmac", "TRACE", "https://api.example.com/",
+             account="a" * 256, covered=names_of(578))
+    add_verify("§4.1 a token of lifetime 1 verifies", req("hlife1"), now=CREATED)
+    add_verify("§4.1 created 0 is a decimal number (the token is then expired)", req("hcreated0"))
+    add_verify("§4.1 a token with 16 covered names verifies", req("h16dup"))
+    add_verify("§4.1 covered names of 1 byte verify", req("haz"))
+    add_verify("§4.1 a covered name of 64 bytes verifies", req("hname64"))
+    add_verify("§4.1 headers: an empty first name", req("hct", wtoken=tok("hct", 7, ",content-type")))
+    add_verify("§4.1 a lifetime of two digits with a leading zero", req("hget", wtoken=tok("hget", 3, "06")))
+    add_verify("§4.1 a key id of 64 characters is well formed (not in the set)", req("hget", wtoken=tok("hget", 1, "k" * 64)))
+    add_verify("§4.1 a key id of 1 character is well formed (not in the set)", req("hget", wtoken=tok("hget", 1, "k")))
+    add_verify("§4.1 an empty key id", req("hget", wtoken=tok("hget", 1, "")))
+    add_verify("§4.1 a version of 3 digits is a version", req("hget", wtoken="v999" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 v and 4 digits is not a version", req("hget", wtoken="v1000" + tokens["hget"]["wtoken"][2:]))
+    add_verify("§4.1 a version of two fields is unsupportedVersion", req("hget", wtoken="v2.x"))
+    add_verify("§4.1 a version's digits are ASCII (an Arabic-Indic three is not one)", req("hget", wtoken="v\u0663.a.b"))
+    add_verify("§5 order: algorithmMismatch (step 3) before lifetimeTooLong (step 4)", req("eget", wtoken=tok("eget", 8, b64u(bytes(32)))),
+               max_lifetime=30)
+    add_verify("§5 order: lifetimeTooLong (step 4) before notYetValid (step 5)", req("hdel"), max_lifetime=120, now=CREATED - 100)
+    # §3.2 bodies on URL-class methods allowed unsigned, by explicit configuration
+    add_sign("hunsigned", "§3.2 a signer configured to allow unsigned bodies signs a GET with a body: the token is the one without it",
+             "hmac", "GET", "https://api.example.com/v1/items", {"utf8": "x"}, allow=True, nonce_index=0)
+    add_verify("§5 step 2: a verifier configured to allow unsigned bodies accepts a GET with a body", req("hunsigned"), allow=True)
+    add_verify("§5 step 2: the body allowed is unsigned: another body verifies alike", req("hunsigned", body={"utf8": "y"}), allow=True)
+    add_verify("§5 step 2: without the setting the same request is unexpectedBody", req("hunsigned"))
+    add_verify("§3.2 allowing unsigned bodies changes nothing for POST: its body is signed", req("hpost", body={"utf8": "x"}), allow=True)
     return {"spec": "SignCore/3", "algorithm": "wtoken", "header": "docs/SPEC.md §4-§6 and §8. keys: JWKs by name. sign: deterministic cases (or what a signer refuses). verify: requests against a verifier made of verifierKeys, a replay guard already holding the entries of seen (kid, nonce hex, expires = created + lifetime of the token recorded), clock now; settings left out take their defaults",
             "keys": KEYS, "numberOfTests": len(signs) + len(verifies), "sign": signs, "verify": verifies}
 
@@ -939,11 +1080,35 @@ def unique_members(pairs):
     return dict(pairs)
 
 
+MAX_DOCUMENT_BYTES = 1 << 20
+MAX_DEPTH = 16
+
+
+def refuse_constant(name):
+    """JSON has no NaN or Infinity (Python's json module reads them unless told not to)."""
+    raise SpecError("invalidKey")
+
+
+def depth(v) -> int:
+    """§6.1: the levels of a JSON value: 1 for a scalar or an empty container, 1 + the deepest
+    member or element otherwise (`{"a":1}` is 2 levels deep, `[[]]` 2)."""
+    if isinstance(v, dict):
+        return 1 + max((depth(x) for x in v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max((depth(x) for x in v), default=0)
+    return 1
+
+
 def load_document(text):
-    """§6.1: strict JSON (no byte-order mark, no lone surrogate, no duplicate names) or invalidKey."""
+    """§6.1: strict JSON (no byte-order mark, no lone surrogate, no duplicate names, at most
+    1 MiB and 16 levels deep) or invalidKey."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_DOCUMENT_BYTES:
+        raise SpecError("invalidKey")
     try:
-        doc = json.loads(text, object_pairs_hook=unique_members)
-    except (json.JSONDecodeError, ValueError):
+        doc = json.loads(text, object_pairs_hook=unique_members, parse_constant=refuse_constant)
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        raise SpecError("invalidKey")
+    if depth(doc) > MAX_DEPTH:
         raise SpecError("invalidKey")
 
     def check(v):
@@ -966,11 +1131,13 @@ def load_document(text):
 
 
 def generate_jwk():
-    cases = []
-    def add(comment, text):
-        case = {"tcId": len(cases) + 1, "comment": comment, "jwk": text}
+    cases, sets = [], []
+    def add(comment, text, pad=0):
+        case = {"tcId": len(cases) + len(sets) + 1, "comment": comment, "jwk": text}
+        if pad:
+            case["trailingSpaces"] = pad
         try:
-            k = Key(load_document(text))
+            k = Key(load_document(text + " " * pad))
             case.update(result="valid", expected={"kid": k.kid, "thumbprint": k.thumbprint, "alg": k.alg})
         except SpecError as e:
             case.update(result="invalid", error=e.code)
@@ -1034,14 +1201,21 @@ def generate_jwk():
     order2 = (ED_P - 1).to_bytes(32, "little")
     mixed2 = ed_encode(ed_add(ed_decode(unb64u(KEYS["ed25519"]["x"])), ed_decode(order2)))
     add("§6.1 Ed25519 x of mixed order (a valid key plus the point of order 2)", dumps(without(dict(KEYS["ed25519"], x=b64u(mixed2)), "d")))
-    P256_P = 2 ** 256 - 2 ** 224 + 2 ** 192 + 2 ** 96 - 1
-    add("§6.1 P-256 x equal to the field prime p (coordinates must be below p)", dumps(dict(KEYS["p256Public"], x=b64u(P256_P.to_bytes(32, "big")))))
+    # Points on the curve with a small coordinate, so that the coordinate plus p still fits in 32
+    # bytes: a decoder that reduced coordinates modulo p would take x + p (or y + p) for the point.
+    low_x = (5, 0x459243B9AA581806FE913BCE99817ADE11CA503C64D9A3C533415C083248FBCC)
+    low_y = (0x8D0177EBAB9C6E9E10DB6DD095DBAC0D6375E8A97B70F611875D877F0069D2C7, 1)
+    def p256_point(x, y):
+        return dumps({"kty": "EC", "crv": "P-256", "x": b64u(x.to_bytes(32, "big")), "y": b64u(y.to_bytes(32, "big"))})
+    add("§6.1 P-256 x of 32 bytes at or above the field prime p: x + p of a point (x, y) on the curve (jwk#58 has the point)",
+        p256_point(low_x[0] + P256_P, low_x[1]))
 
-    sets = []
-    def add_set(comment, text):
+    def add_set(comment, text, pad=0):
         case = {"tcId": len(cases) + len(sets) + 1, "comment": comment, "jwks": text}
+        if pad:
+            case["trailingSpaces"] = pad
         try:
-            case.update(result="valid", kids=sorted(k.kid for k in parse_key_set(text)))
+            case.update(result="valid", kids=sorted(k.kid for k in parse_key_set(text + " " * pad)))
         except SpecError as e:
             case.update(result="invalid", error=e.code)
         sets.append(case)
@@ -1058,8 +1232,113 @@ def generate_jwk():
     add_set("§6.1 two keys with the same id are refused", dumps({"keys": [KEYS["hmac"], KEYS["hmacOther"]]}))
     add_set("§6.1 one invalid key refuses the whole set", dumps({"keys": [KEYS["hmac"], {"kty": "oct", "k": "AA"}]}))
     add_set("§6.1 keys must be an array", dumps({"keys": KEYS["hmac"]}))
-    return {"spec": "SignCore/3", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error",
+    # Cases added since: numbered after every earlier one, so that earlier numbers stay.
+    add("§6.1 P-256 the point (5, y) is on the curve (jwk#45 writes its x as 5 + p)", p256_point(*low_x))
+    add("§6.1 P-256 the point (x, 1) is on the curve", p256_point(*low_y))
+    add("§6.1 P-256 y of 32 bytes at or above the field prime p: 1 + p for the point (x, 1)", p256_point(low_y[0], low_y[1] + P256_P))
+    nest = lambda n, inner: "[" * n + inner + "]" * n
+    hmac_doc = dumps(KEYS["hmac"])[:-1]
+    add("§6.1 depth: 16 levels are accepted (the object, 14 arrays, the number 0 in the innermost)",
+        hmac_doc + ',"note":' + nest(14, "0") + "}")
+    add("§6.1 depth: 17 levels are refused (a scalar is a level of its own)", hmac_doc + ',"note":' + nest(15, "0") + "}")
+    add("§6.1 depth: 16 levels whose innermost is an empty array are accepted", hmac_doc + ',"note":' + nest(15, "") + "}")
+    add("§6.1 depth: 17 levels of empty arrays are refused", hmac_doc + ',"note":' + nest(16, "") + "}")
+    doc = dumps(KEYS["hmac"])
+    add("§6.1 a document of exactly 1 MiB (1048576 bytes, spaces after the object) is accepted", doc, pad=(1 << 20) - len(doc.encode()))
+    add("§6.1 a document of 1 MiB + 1 byte is refused with invalidKey", doc, pad=(1 << 20) + 1 - len(doc.encode()))
+    add("§6.1 NaN is not JSON", hmac_doc + ',"note":NaN}')
+    add("§6.1 duplicate member names in a nested object", hmac_doc + ',"note":{"a":1,"a":2}}')
+    add_set("§6.1 in a set, the first invalid key in array order gives the code (invalidKey before a later algorithmMismatch)",
+            dumps({"keys": [{"kty": "oct", "k": "AA"}, dict(KEYS["p256Public"], alg="EdDSA")]}))
+    add_set("§6.1 in a set, each key is checked before duplicate ids (algorithmMismatch, not invalidKey)",
+            dumps({"keys": [KEYS["hmac"], dict(KEYS["hmacOther"], alg="ES256")]}))
+    add_set("§6.1 a set document of 1 MiB + 1 byte is refused", dumps({"keys": [KEYS["hmac"]]}),
+            pad=(1 << 20) + 1 - len(dumps({"keys": [KEYS["hmac"]]}).encode()))
+    # Decisions Vectors/tools/mutate.py found unpinned.
+    add("§6.1 EC with a curve other than P-256", dumps(dict(KEYS["p256Public"], crv="P-384")))
+    add("§6.2 a kid of 64 characters", dumps(dict(KEYS["hmac"], kid="k" * 64)))
+    add("§6.2 a kid of 1 character", dumps(dict(KEYS["hmac"], kid="k")))
+    add("§6.2 an empty kid", dumps(dict(KEYS["hmac"], kid="")))
+    add("§6.1 an HMAC secret of 1024 bytes", dumps({"kty": "oct", "k": b64u(bytes(range(256)) * 4)}))
+    add("§6.1 an HMAC secret of 32 bytes", dumps({"kty": "oct", "k": b64u(bytes(range(32)))}))
+    add("§6.1 Ed25519 d of 31 bytes", dumps(dict(KEYS["ed25519"], d=b64u(unb64u(KEYS["ed25519"]["d"])[:31]))))
+    add("§6.1 P-256 x of 31 bytes", dumps(dict(KEYS["p256Public"], x=b64u(unb64u(KEYS["p256Public"]["x"])[1:]))))
+    gx, gy = 0x6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296, 0x4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5  # the base point: the public key of d = 1
+    add("§6.1 P-256 d = 1 (its public key is the base point)",
+        dumps({"kty": "EC", "crv": "P-256", "x": b64u(gx.to_bytes(32, "big")), "y": b64u(gy.to_bytes(32, "big")), "d": b64u((1).to_bytes(32, "big"))}))
+    add("§6.1 P-256 d of 31 bytes (d = 1 without its leading zero byte)",
+        dumps({"kty": "EC", "crv": "P-256", "x": b64u(gx.to_bytes(32, "big")), "y": b64u(gy.to_bytes(32, "big")), "d": b64u((1).to_bytes(31, "big"))}))
+    add("§6.1 P-256 x, y are not the public key of d", dumps(dict(KEYS["p256"], x=b64u(gx.to_bytes(32, "big")), y=b64u(gy.to_bytes(32, "big")))))
+    add("§6.1 depth: 16 levels whose innermost is an empty object are accepted", hmac_doc + ',"note":' + nest(14, "{}") + "}")
+    add("§6.1 depth: 17 levels whose innermost is an empty object are refused", hmac_doc + ',"note":' + nest(15, "{}") + "}")
+    add("§6.1 a lone surrogate escape inside an array", hmac_doc + ',"note":["\\ud800"]}')
+    add_set("§6.1 a key that is not an object", dumps({"keys": [1]}))
+    add_set("§6.1 a key set document that is a JSON string", dumps("keys"))
+    add_set("§6.1 keys must be an array, not a string", dumps({"keys": ""}))
+    return {"spec": "SignCore/3", "algorithm": "jwk", "header": "docs/SPEC.md §6. tests: one JWK -> key id, thumbprint, alg or error. sets: a JWK Set -> its key ids (sorted) or error. trailingSpaces, when present: that many spaces (0x20) follow the document's text",
             "numberOfTests": len(cases) + len(sets), "tests": cases, "sets": sets}
+
+
+# §7 error codes and §7.1 refusals over HTTP
+CODES = {  # name: (code, advice)
+    "malformedToken": (1, "reSign"), "unsupportedVersion": (2, "updateClient"), "missingHeader": (3, "reSign"),
+    "headerTooLarge": (4, "reSign"), "unknownKey": (10, "refreshKeys"), "algorithmMismatch": (11, "refreshKeys"),
+    "badSignature": (12, "reSign"), "invalidKey": (13, "fixConfiguration"), "expired": (20, "resyncClock"),
+    "notYetValid": (21, "resyncClock"), "lifetimeTooLong": (22, "fixConfiguration"), "replayed": (23, "reSign"),
+    "overloaded": (24, "retryLater"), "unavailable": (25, "retryLater"), "whashMismatch": (30, "reSign"),
+    "targetMismatch": (31, "reSign"), "headerNotCovered": (32, "reSign"), "unsupportedMethod": (40, "fixRequest"),
+    "invalidURL": (41, "fixRequest"), "invalidInput": (42, "fixRequest"), "bodyTooLarge": (43, "fixRequest"),
+    "unexpectedBody": (44, "fixRequest"), "invalidHeader": (45, "fixRequest"), "cryptoFailure": (50, "retryLater"),
+    "invalidConfiguration": (60, "fixConfiguration"),
+}
+STATUS_OF = {1: 401, 2: 401, 3: 401, 10: 401, 11: 401, 12: 401, 20: 401, 21: 401, 22: 401, 23: 401, 30: 401, 31: 401, 32: 401,
+             40: 400, 41: 400, 42: 400, 44: 400, 45: 400, 43: 413, 4: 431, 24: 503, 25: 503, 13: 500, 50: 500, 60: 500}
+REASON = {400: "Bad Request", 401: "Unauthorized", 413: "Content Too Large", 431: "Request Header Fields Too Large",
+          500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def refusal(name, detail, key_id=None, retry_after=None):
+    """§7.1: the status, the header fields and the problem document refusing with error `name`
+    (`detail`: the refusing side's fixed sentence; `retry_after`: the seconds a server asks for)."""
+    code, advice = CODES[name]
+    status = STATUS_OF[code]
+    headers = {"Content-Type": "application/problem+json", "Cache-Control": "no-store",
+               "signcore-error": "%s;code=%d;advice=%s" % (name, code, advice)}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'SignCore error="%s"' % name
+    if status == 503:
+        headers["Retry-After"] = str(retry_after)
+    problem = {"type": "about:blank", "title": REASON[status], "status": status, "detail": detail, "code": code, "name": name,
+               "advice": advice, "retryable": advice not in ("fixRequest", "fixConfiguration")}
+    if name == "unknownKey" and key_id is not None:
+        problem["keyID"] = key_id
+    return {"status": status, "headers": headers, "problem": problem}
+
+
+def generate_refusal():
+    cases = []
+    def add(comment, name, detail, key_id=None, retry_after=None):
+        case = {"tcId": len(cases) + 1, "comment": comment, "name": name, "detail": detail}
+        if key_id is not None:
+            case["keyID"] = key_id
+        if retry_after is not None:
+            case["retryAfter"] = retry_after
+        case["expected"] = refusal(name, detail, key_id, retry_after)
+        cases.append(case)
+    for name, (code, _) in sorted(CODES.items(), key=lambda c: c[1][0]):
+        add("§7.1 %s (%d)" % (name, code), name, "the rule that failed, in one fixed sentence",
+            key_id="hmac-2027" if name == "unknownKey" else None, retry_after=1 if STATUS_OF[code] == 503 else None)
+    add("§7.1 unknownKey without a key id to name: no keyID member", "unknownKey", "no key has the token's key id")
+    add("§7.1 keyID is a member for unknownKey only", "badSignature", "the signature does not verify", key_id="hmac-2026")
+    add("§7.1 Retry-After carries the seconds the server asks for", "overloaded", "the replay guard is full", retry_after=30)
+    add("§7.1 Retry-After only with 503", "replayed", "the nonce was already used", retry_after=30)
+    add("§7.1 the detail is the refusing side's sentence, carried as it is", "unavailable",
+        "a key source or store cannot be reached", retry_after=5)
+    return {"spec": "SignCore/3", "algorithm": "refusal",
+            "header": "docs/SPEC.md §7.1. Each case: an error (name, detail, keyID when the refusal has one) and the server's "
+                      "retryAfter (seconds, for 503) -> the status, every header field of the response and the members of its "
+                      "application/problem+json body",
+            "numberOfTests": len(cases), "tests": cases}
 
 
 def parse_key_set(text):
@@ -1103,7 +1382,14 @@ def check():
     for tc in cu["pairs"]:
         same = canonical_url(tc["a"].encode()) == canonical_url(tc["b"].encode())
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
-    for name, fresh in (("whash.json", generate_whash()), ("wtoken.json", None), ("jwk.json", generate_jwk())):
+    generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal}
+    files = sorted(p.name for p in VECTORS.glob("*.json"))
+    for name in files:
+        expect(name in generated or name in ("canonical_url.json", "wtoken.json"), f"{name}: no check for this vector file")
+    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json"):
+        expect(name in files, f"{name} is missing")
+    for name in [n for n in files if n in generated or n == "wtoken.json"]:
+        fresh = generated[name]() if name in generated else None
         stored = json.loads((VECTORS / name).read_text())
         if name == "wtoken.json":
             keys = stored["keys"]
@@ -1111,7 +1397,8 @@ def check():
                 key = Key(keys[tc["key"]])
                 try:
                     out = sign(key, tc["method"], tc["url"].encode(), body_of(tc.get("body")), tc["created"], tc["lifetime"],
-                               bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")))
+                               bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")),
+                               tc.get("allowUnsignedBody", False))
                     if key.alg == "ES256":  # randomised: the stored signature cannot be reproduced
                         continue
                     expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken sign {tc['tcId']}")
@@ -1124,12 +1411,13 @@ def check():
                 try:
                     seen = {(p["kid"], p["nonce"], p["expires"]) for p in tc.get("seen", [])}
                     out = verify(ks, tc["request"], tc["now"], tc.get("skew", 30), tc.get("maxLifetime", 300), seen,
-                                 tc.get("requireWhash", True), tc.get("requiredHeaders"))
+                                 tc.get("requireWhash", True), tc.get("requiredHeaders"), tc.get("allowUnsignedBody", False))
                     expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken verify {tc['tcId']}")
                 except SpecError as e:
                     expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
         else:
-            expect(stored["tests"] == fresh["tests"] and stored.get("sets") == fresh.get("sets"), f"{name} differs from the reference")
+            expect(stored["tests"] == fresh["tests"] and stored.get("sets") == fresh.get("sets")
+                   and stored["numberOfTests"] == fresh["numberOfTests"], f"{name} differs from the reference")
     print(f"reference check: {failures} failed" if failures else "reference check: all vector files agree with the reference")
     return failures == 0
 
@@ -1139,4 +1427,5 @@ if __name__ == "__main__":
         write("whash.json", generate_whash())
         write("wtoken.json", generate_wtoken())
         write("jwk.json", generate_jwk())
+        write("refusal.json", generate_refusal())
     sys.exit(0 if check() else 1)
