@@ -84,11 +84,12 @@ public final class Gateway: Service {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
 
         let router = Router(context: BasicSignatureRequestContext.self)
-        router.add(middleware: RequestTargetMiddleware())
+        router.add(middleware: RequestTargetMiddleware(bodyLimit: configuration.body.limit))
         router.add(middleware: HealthMiddleware(path: configuration.healthPath, verifier: verifier))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
-                                               identity: identity, timeout: .seconds(configuration.upstreamTimeout)))
+                                               identity: identity, timeout: .seconds(configuration.upstreamTimeout),
+                                               bodyLimit: configuration.body.limit))
         var app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
                               logger: logger)

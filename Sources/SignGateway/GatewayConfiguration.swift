@@ -78,9 +78,10 @@ public struct GatewayConfiguration: Sendable, Decodable {
     }
 
     public struct Body: Sendable, Decodable {
-        /// `buffered` (collected, then verified) or `streamed` (verified as it passes upstream).
-        public var mode = "streamed"
-        public var limit: Int64 = 1 << 30
+        /// `buffered` (the default: collected up to `limit`, verified, then forwarded) or
+        /// `streamed` (large bodies verified as they pass upstream; docs/SIGND.md, body).
+        public var mode = "buffered"
+        public var limit: Int64 = 1 << 20
     }
 
     public struct HeaderNames: Sendable, Decodable {
@@ -217,6 +218,7 @@ extension GatewayConfiguration.Body {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["mode", "limit"])
         try c.set(&mode, "mode"); try c.set(&limit, "limit")
+        guard limit >= 0 else { throw SignCoreError(.invalidConfiguration, "configuration: body.limit is 0 or more bytes") }
     }
 }
 

@@ -18,6 +18,11 @@ enum GatewayFields {
         "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-forwarded-prefix",
         "x-forwarded-server", "x-forwarded-ssl", "x-real-ip", "x-client-ip", "true-client-ip", "x-original-url", "x-rewrite-url",
         "x-original-uri", "x-original-host", "x-original-method", "x-http-method-override", "x-http-method", "x-method-override",
+        "x-forwarded-scheme", "x-forwarded-protocol", "x-forwarded-uri", "x-forwarded-path", "x-forwarded", "forwarded-for",
+        "x-url-scheme", "front-end-https", "client-ip", "x-cluster-client-ip", "cf-connecting-ip", "fastly-client-ip",
+        "x-original-forwarded-for", "x-envoy-original-path", "x-host",
+        // CGI turns `Proxy` into HTTP_PROXY, which HTTP clients in the upstream take as their proxy (httpoxy).
+        "proxy",
     ]
 
     /// A field name as CGI, WSGI and many frameworks read it: case-insensitive, `_` for `-`
@@ -42,6 +47,8 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
     let names: SignHeaderNames
     let identity: IdentityFields
     let timeout: TimeAmount
+    /// The most body bytes forwarded for one request, on every route.
+    let bodyLimit: Int64
 
     struct IdentityFields: Sendable {
         let keyID: HTTPField.Name
@@ -69,6 +76,12 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             if listed.contains(where: { covered.contains($0.canonicalName) }) {
                 return Response(Refusal(SignCoreError(.invalidHeader, "the Connection field names a field the signature covers")))
             }
+            // `x_tenant` beside a covered `x-tenant`: a CGI or WSGI upstream merges the two into one
+            // variable, which the signature would then not cover.
+            let coveredSpellings = Set(covered.map { $0.replacingOccurrences(of: "_", with: "-") })
+            if request.headers.contains(where: { !covered.contains($0.name.canonicalName) && coveredSpellings.contains(GatewayFields.spelling($0.name)) }) {
+                return Response(Refusal(SignCoreError(.invalidHeader, "a field is spelt like a covered field but is not covered")))
+            }
         }
         // `Host` is the upstream's own, set by the HTTP client from the upstream URL: no host a
         // client names reaches an upstream that routes virtual hosts by it (the verified one is
@@ -89,7 +102,7 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         outgoing.method = HTTPMethod(request.method)
         outgoing.headers = HTTPHeaders(fields)
         let length = request.headers[.contentLength].flatMap(Int64.init)
-        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body) : nil
+        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: bodyLimit) : nil
         if let upload { outgoing.body = .stream(upload.chunks, length: length.map { .known($0) } ?? .unknown) }
         do {
             let response = try await client.execute(outgoing, timeout: timeout)
@@ -122,15 +135,21 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
     }
 }
 
-/// Refuses (400) a request whose host or target a server could read two ways, on every route,
-/// before anything else: an authority that is not `host[:port]`, a second `Host`, a target that
-/// is not an origin-form path (`ServerOrigin.validate`). What passes is forwarded as verified.
+/// Refuses, on every route and before anything else, a request whose host or target a server
+/// could read two ways (400: an authority that is not `host[:port]`, a second `Host`, a target
+/// that is not an origin-form path, `ServerOrigin.validate`), and one announcing a body over the
+/// limit (413, unread). What passes is forwarded as verified.
 struct RequestTargetMiddleware<Context: RequestContext>: RouterMiddleware {
+    let bodyLimit: Int64
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do throws(SignCoreError) {
             try ReceivedRequest.checkHost(request.head)
             if let authority = request.head.authority { try ServerOrigin.validate(authority: authority) }
             try ServerOrigin.validate(target: request.head.path ?? "")
+            if let length = request.headers[.contentLength].flatMap(Int64.init), length > bodyLimit {
+                throw SignCoreError(.bodyTooLarge, "the request body is larger than \(bodyLimit) bytes")
+            }
         } catch {
             return Response(Refusal(error))
         }

@@ -15,18 +15,29 @@ final class UpstreamBody: Sendable {
     let chunks: Chunks
     private let reader: Task<Void, Never>
 
-    init(_ body: RequestBody) {
+    /// - Parameter limit: the most bytes read from the client; past it the upload fails with
+    ///   `bodyTooLarge` (on every route, signed or not).
+    init(_ body: RequestBody, limit: Int64) {
         let chunks = Chunks()
         self.chunks = chunks
         reader = Task {
             do {
-                for try await chunk in body { try await chunks.send(chunk) }
+                var count: Int64 = 0
+                for try await chunk in body {
+                    count += Int64(chunk.readableBytes)
+                    guard count <= limit else { throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes") }
+                    try await chunks.send(chunk)
+                }
                 chunks.end(nil)
             } catch {
                 chunks.end(error)
             }
         }
     }
+
+    /// A response whose body closure never ran (the client went away before its head was
+    /// written) drops this object: the reader must not wait for an upload that is over.
+    deinit { reader.cancel() }
 
     /// Whether the whole body has been read from the client.
     var isComplete: Bool { chunks.isComplete }
@@ -52,6 +63,8 @@ final class UpstreamBody: Sendable {
             var end: Result<Void, any Error>?
             var waitingConsumer: CheckedContinuation<ByteBuffer?, any Error>?
             var waitingProducer: CheckedContinuation<Void, any Error>?
+            var iterated = false
+            var abandoned = false
         }
 
         private let state = Locked(State())
@@ -64,7 +77,7 @@ final class UpstreamBody: Sendable {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                     enum Step { case handed(CheckedContinuation<ByteBuffer?, any Error>), cancelled, waiting }
                     let step: Step = state.withLock { state in
-                        if Task.isCancelled { return .cancelled }
+                        if Task.isCancelled || state.abandoned { return .cancelled }
                         if let consumer = state.waitingConsumer {
                             state.waitingConsumer = nil
                             return .handed(consumer)
@@ -137,11 +150,29 @@ final class UpstreamBody: Sendable {
             }
         }
 
-        struct AsyncIterator: AsyncIteratorProtocol {
+        /// The upload's one iterator: when the HTTP client drops it (the exchange is over), a
+        /// reader waiting to hand it a chunk is released.
+        final class AsyncIterator: AsyncIteratorProtocol {
             let chunks: Chunks
-            mutating func next() async throws -> ByteBuffer? { try await chunks.next() }
+            init(chunks: Chunks) { self.chunks = chunks }
+            func next() async throws -> ByteBuffer? { try await chunks.next() }
+            deinit { chunks.abandon() }
         }
 
-        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
+        func makeAsyncIterator() -> AsyncIterator {
+            precondition(state.withLock { state in defer { state.iterated = true }; return !state.iterated }, "one upload reads a body")
+            return AsyncIterator(chunks: self)
+        }
+
+        /// No chunk will be taken any more: the waiting reader, and any later `send`, fail.
+        func abandon() {
+            let producer = state.withLock { state in
+                state.abandoned = true
+                state.chunk = nil
+                defer { state.waitingProducer = nil }
+                return state.waitingProducer
+            }
+            producer?.resume(throwing: CancellationError())
+        }
     }
 }

@@ -19,8 +19,8 @@ public struct ServerOrigin: Sendable, Equatable {
 
     /// Refuses (`invalidURL`) an authority that is not exactly `host[:port]` (RFC 9110 §7.2,
     /// RFC 3986 §3.2.2): a host of letters, digits, `-`, `.`, `_` and `~` (a name or an IPv4
-    /// address) or an IPv6 literal in brackets, then an optional port of 1 to 5 digits up to
-    /// 65535. Nothing else may sit between the scheme and the path of the URL a token is checked
+    /// address) or an IPv6 literal in brackets, then an optional port from 1 to 65535 without a
+    /// leading zero. Nothing else may sit between the scheme and the path of the URL a token is checked
     /// against: a `/`, `?`, `#` or `@` in a received `Host` would end or move the authority,
     /// so the URL verified would differ from the target forwarded (SPEC §2.4).
     public static func validate(authority: String) throws(SignCoreError) {
@@ -31,6 +31,13 @@ public struct ServerOrigin: Sendable, Equatable {
                   bytes[1..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
                 throw invalidAuthority
             }
+            // An IPv6 literal as the canonical URL reads it (SPEC §2.4: one `::` at most, groups
+            // of 1-4 digits, a dotted quad last), so no host passes here that signing refuses.
+            do throws(SignCoreError) {
+                _ = try CanonicalURL.canonicalize("http://" + String(decoding: bytes[...close], as: UTF8.self) + "/")
+            } catch {
+                throw invalidAuthority
+            }
             index = close + 1
         } else {
             while index < bytes.count, isRegNameByte(bytes[index]) { index += 1 }
@@ -39,7 +46,8 @@ public struct ServerOrigin: Sendable, Equatable {
         if index < bytes.count {
             guard bytes[index] == UInt8(ascii: ":") else { throw invalidAuthority }
             let port = bytes[(index + 1)...]
-            guard (1...5).contains(port.count), port.allSatisfy({ (0x30...0x39).contains($0) }),
+            // 1-65535 without a leading zero: one spelling per port, and port 0 is no port.
+            guard (1...5).contains(port.count), port.allSatisfy({ (0x30...0x39).contains($0) }), port.first != UInt8(ascii: "0"),
                   let value = Int(String(decoding: port, as: UTF8.self)), value <= 65535 else { throw invalidAuthority }
         }
         guard bytes.count <= 255 + 6 else { throw invalidAuthority }

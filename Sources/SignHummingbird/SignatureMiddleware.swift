@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOCore
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SignHTTP
 
 /// Verifies every request's whash and wtoken (SPEC §5) before the handler runs, as the route's
@@ -47,11 +47,14 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         var context = context
         let started = ContinuousClock.now
         do {
-            let bodyWHash = try await prepareBody(of: &request, context: context, requirement: requirement, route: route)
+            let tokenVerified = VerifiedFlag()
+            let bodyWHash = try await prepareBody(of: &request, context: context, requirement: requirement, route: route,
+                                                  verified: tokenVerified)
             let received = try ReceivedRequest(request.head, body: .whash(bodyWHash), origin: origin, names: names)
             let verified = try await verifier.verify(received)
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             context.signature = verified
+            tokenVerified.set()
         } catch {
             audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             // A body over the limit is refused even under monitor: part of it is read and gone.
@@ -64,7 +67,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     /// verifier checks: of the collected body (hashed in place, not copied) or, for a streamed
     /// body-class request, the one its whash header claims, which the wrapped body then checks.
     private func prepareBody(of request: inout Request, context: Context, requirement: SignatureRequirement,
-                             route: String) async throws(SignCoreError) -> SHA256Digest {
+                             route: String, verified: VerifiedFlag) async throws(SignCoreError) -> SHA256Digest {
         let method = try RequestMethod(token: request.method.rawValue)
         // What the request announces decides before a byte of its body is read (SPEC §5 step 2):
         // a GET, HEAD, OPTIONS or DELETE with a body, or a body larger than the limit, is refused
@@ -89,7 +92,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
             }
             let audit = self.audit
             let logger = context.logger
-            let checked = WHashCheckedBody(request.body, expected: claimed, limit: limit, enforce: requirement == .require) { error in
+            let checked = WHashCheckedBody(request.body, expected: claimed, limit: limit,
+                                           enforce: { requirement == .require || verified.isSet }) { error in
                 audit.refused(error, requirement: requirement, route: route, logger: logger, elapsed: nil)
             }
             request.body = RequestBody(asyncSequence: checked)
@@ -128,6 +132,14 @@ extension SignCoreError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         Response(Refusal(self))
     }
+}
+
+/// Set once a request's token has verified: from then on its streamed body is held to the
+/// signed whash, whatever the route's requirement.
+final class VerifiedFlag: Sendable {
+    private let value = Locked(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }
 
 /// How the middleware reads a request body before verifying it.

@@ -5,18 +5,20 @@ import SignCore
 /// pass through as they arrive, hashed on the way, but the latest chunk is held back until the
 /// next one arrives, and the last is released only when the whole body's digest matches.
 /// Otherwise iteration throws `whashMismatch` (or `bodyTooLarge` past `limit`) and whoever reads
-/// the body never holds all of it. With `enforce` false (a `monitor` route) a mismatch is only
-/// reported and the body completes.
+/// the body never holds all of it. While `enforce` says false (a `monitor` route whose token did
+/// not verify) a mismatch is only reported and the body completes; once a token verified, its
+/// body is held to it on every route, so no verified identity travels with a body it did not sign.
 struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
 
     let base: Base
     let expected: SHA256Digest
     let limit: Int64
-    let enforce: Bool
+    let enforce: @Sendable () -> Bool
     let onMismatch: @Sendable (SignCoreError) -> Void
 
-    init(_ base: Base, expected: SHA256Digest, limit: Int64, enforce: Bool, onMismatch: @escaping @Sendable (SignCoreError) -> Void) {
+    init(_ base: Base, expected: SHA256Digest, limit: Int64, enforce: @escaping @Sendable () -> Bool,
+         onMismatch: @escaping @Sendable (SignCoreError) -> Void) {
         self.base = base
         self.expected = expected
         self.limit = limit
@@ -46,7 +48,7 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
                     } catch {
                         overLimit = true
                         body.onMismatch(error)
-                        if body.enforce {
+                        if body.enforce() {
                             finished = true
                             throw error
                         }
@@ -61,7 +63,7 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
             if !overLimit, hasher.finalize() != body.expected {
                 let error = SignCoreError(.whashMismatch, "the whash header does not match the request content")
                 body.onMismatch(error)
-                if body.enforce { throw error }
+                if body.enforce() { throw error }
             }
             defer { held = nil }
             return held

@@ -165,7 +165,8 @@ import Testing
         let whash = hasher.finalize()
         let peak = Shared(0)
         try await upstream.run { upstreamPort in
-            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys)) { port in
+            let streamed = ["body": ["mode": "streamed", "limit": 1 << 31]]
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys, streamed)) { port in
                 let http = HTTPClient(eventLoopGroupProvider: .singleton)
                 defer { _ = http.shutdown() }
                 let signer = try Signer(key: Self.key)

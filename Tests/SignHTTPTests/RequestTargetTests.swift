@@ -11,13 +11,13 @@ import Testing
 
     /// Authorities a client may send: names, IPv4 and IPv6 literals, with and without a port.
     static let goodAuthorities = ["api.example.com", "API.Example.COM", "api.example.com:8443", "localhost", "my_host.internal",
-                                  "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:8443", "[2001:db8::1]", "a:1", "a:65535"]
+                                  "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:8443", "[2001:db8::1]", "[::ffff:1.2.3.4]", "api.example.com.", "a:1", "a:65535"]
 
     /// Spellings that end, move or smuggle the authority's boundary, or are no port at all.
     static let badAuthorities: [String] = {
         var bad = ["", ":443", "api.example.com:", "api.example.com:0x1", "api.example.com:99999", "api.example.com:65536",
                    "api.example.com:-1", "api.example.com:+443", "api.example.com:443:443", "api.example.com:123456",
-                   "[::1", "[::1]x", "[]", "[::1]:", "[::1]]", "[::1%eth0]", "[v1.x]", "api.example.com]", "[::1]:80:80",
+                   "[::1", "[::1]x", "[]", "[::1]:", "[::1]]", "[::1%eth0]", "[v1.x]", "api.example.com]", "[::1]:80:80", "[:]", "[1]", "[.]", "[1::2::3]", "[12345::1]", "a:0", "a:00443", "a:0443",
                    "user@api.example.com", "api.example.com@evil", "api.example.com%2f", "apí.example.com",
                    "api.example.com ", " api.example.com", "api .example.com", String(repeating: "a", count: 300)]
         // Every byte that would end the authority or start something else, at the end and inside.
