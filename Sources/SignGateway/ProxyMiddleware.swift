@@ -108,8 +108,20 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             let response = try await client.execute(outgoing, timeout: timeout)
             var headers = HTTPFields(response.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
-            // An upstream that answers before the whole body has arrived may not want the rest:
-            // what is left of the request is then never read, and the connection cannot serve another.
+            // A signed body still arriving when the upstream answers: its answer is relayed only once
+            // the rest of the body has been read and matched the whash (an upstream that acted on a
+            // tampered prefix must not look like a success to the client). The wait is bounded.
+            if let upload, !upload.isComplete, context.signature != nil {
+                if let failure = await readRest(of: upload) {
+                    await upload.finish()
+                    var refusal = Response(Refusal(failure as? SignCoreError
+                        ?? SignCoreError(.invalidInput, "the request body did not arrive whole")))
+                    refusal.headers[.connection] = "close"
+                    return refusal
+                }
+            }
+            // An unsigned body the upstream did not wait for: what is left of the request is never
+            // read, and the connection cannot serve another.
             if let upload, !upload.isComplete { headers[.connection] = "close" }
             let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
             return Response(status: status, headers: headers, body: ResponseBody { writer in
@@ -131,6 +143,25 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error)))])
             return Response(status: .badGateway, headers: [.contentType: "application/problem+json", .cacheControl: "no-store"],
                             body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":502,"title":"Bad Gateway","type":"about:blank"}"#)))
+        }
+    }
+}
+
+extension ProxyMiddleware {
+    /// The rest of a signed body, read within the upstream timeout; the error that ended it, or
+    /// nil when it ended well.
+    func readRest(of upload: UpstreamBody) async -> (any Error)? {
+        let seconds = Int64(timeout.nanoseconds / 1_000_000_000)
+        return await withTaskGroup(of: (any Error)?.self) { group in
+            group.addTask { await upload.readRest() }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(max(1, seconds)))
+                if !Task.isCancelled { upload.stopReading() }  // the other task then returns too
+                return SignCoreError(.invalidInput, "the request body did not arrive in time")
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 }

@@ -42,6 +42,19 @@ final class UpstreamBody: Sendable {
     /// Whether the whole body has been read from the client.
     var isComplete: Bool { chunks.isComplete }
 
+    /// Reads the rest of the body without sending it (the upload is over: the upstream answered
+    /// early), for a signed request whose body must still be held to its whash before the
+    /// upstream's answer is relayed. Returns the error that ended the body (`whashMismatch`,
+    /// `bodyTooLarge`, a client gone), or nil when it ended well; `finish()` stops it sooner.
+    func readRest() async -> (any Error)? {
+        chunks.discard()
+        await reader.value
+        return chunks.endError
+    }
+
+    /// Stops the reader without waiting for it.
+    func stopReading() { reader.cancel() }
+
     /// Stops reading the client's body if the upload has not read it all, and waits until the
     /// reader has returned. Returns whether the body had been read to its end (if not, the
     /// connection is closed after the response: the rest of the request was never read).
@@ -65,19 +78,35 @@ final class UpstreamBody: Sendable {
             var waitingProducer: CheckedContinuation<Void, any Error>?
             var iterated = false
             var abandoned = false
+            var discarding = false
         }
 
         private let state = Locked(State())
 
         var isComplete: Bool { state.withLock { if case .success = $0.end { $0.chunk == nil } else { false } } }
 
+        /// Why the body ended early, once it has ended.
+        var endError: (any Error)? { state.withLock { if case .failure(let error) = $0.end { error } else { nil } } }
+
+        /// From now on every chunk is dropped as it is sent; a reader waiting is released.
+        func discard() {
+            let producer = state.withLock { state in
+                state.discarding = true
+                state.chunk = nil
+                defer { state.waitingProducer = nil }
+                return state.waitingProducer
+            }
+            producer?.resume()
+        }
+
         /// Hands `chunk` to the upload and waits until it is taken.
         func send(_ chunk: ByteBuffer) async throws {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    enum Step { case handed(CheckedContinuation<ByteBuffer?, any Error>), cancelled, waiting }
+                    enum Step { case handed(CheckedContinuation<ByteBuffer?, any Error>), cancelled, dropped, waiting }
                     let step: Step = state.withLock { state in
                         if Task.isCancelled || state.abandoned { return .cancelled }
+                        if state.discarding { return .dropped }
                         if let consumer = state.waitingConsumer {
                             state.waitingConsumer = nil
                             return .handed(consumer)
@@ -91,6 +120,7 @@ final class UpstreamBody: Sendable {
                         consumer.resume(returning: chunk)
                         continuation.resume()
                     case .cancelled: continuation.resume(throwing: CancellationError())
+                    case .dropped: continuation.resume()
                     case .waiting: break
                     }
                 }

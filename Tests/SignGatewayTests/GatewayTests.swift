@@ -313,6 +313,43 @@ import Testing
     }
 }
 
+/// A signed streamed body still arriving when the upstream answers: the answer reaches the client
+/// only once the rest of the body has matched its whash.
+@Suite(.serialized) struct GatewayEarlyAnswerSignedTests {
+    @Test func anEarlyAnswerIsRelayedOnlyForTheSignedBody() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["body": ["mode": "streamed", "limit": 1 << 24]])
+            try await withGateway(configuration) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let url = "http://127.0.0.1:\(port)/early/signed"
+                let body = [UInt8](repeating: 4, count: 2 << 20)
+                for tamper in [true, false, true] {
+                    let headers = try Signer(key: GatewayTests.key).sign(method: .post, url: url, body: body)
+                    var sent = body
+                    if tamper { sent[sent.count - 1] = 5 }
+                    var post = HTTPClientRequest(url: url)
+                    post.method = .POST
+                    post.headers.add(name: "whash", value: headers.whash)
+                    post.headers.add(name: "wtoken", value: headers.wtoken)
+                    post.body = .stream(stride(from: 0, to: sent.count, by: 65_536).map { ByteBuffer(bytes: sent[$0..<min($0 + 65_536, sent.count)]) }.async,
+                                        length: .known(Int64(sent.count)))
+                    let response = try await http.execute(post, timeout: .seconds(20))
+                    if tamper {
+                        #expect(response.status == .unauthorized && response.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true,
+                                "\(response.status)")
+                    } else {
+                        #expect(response.status == .notFound)
+                    }
+                }
+            }
+        }
+    }
+}
+
 extension Array where Element: Sendable {
     /// The elements as an AsyncSequence, one at a time.
     var async: AsyncStream<Element> {
