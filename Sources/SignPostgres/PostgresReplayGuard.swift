@@ -265,16 +265,72 @@ public final class PostgresReplayGuard: ReplayGuard {
 
 struct TimeoutError: Error {}
 
-/// Runs `body`, cancelling it and throwing `TimeoutError` when it takes longer than `timeout`.
+/// Runs `body`, and throws `TimeoutError` once `timeout` has passed, whether or not `body` has
+/// returned: a statement to a server that has stopped answering (stalled, not gone) may not end
+/// on cancellation, so the caller is never made to wait for it. `body` is cancelled and left to
+/// end in the background (its connection is then the pool's to close or reuse).
 func withTimeout<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TimeoutError()
+    let outcome = FirstOutcome<T>()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            outcome.await(continuation)
+            let work = Task {
+                do { outcome.resume(.success(try await body())) } catch { outcome.resume(.failure(error)) }
+            }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                work.cancel()
+                outcome.resume(.failure(TimeoutError()))
+            }
+            outcome.onResume { work.cancel(); timer.cancel() }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw TimeoutError() }
-        return first
+    } onCancel: {
+        outcome.resume(.failure(CancellationError()))
+    }
+}
+
+/// The first of several outcomes, delivered once to one waiting continuation.
+final class FirstOutcome<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var early: Result<T, any Error>?
+        var done = false
+        var cleanup: (@Sendable () -> Void)?
+    }
+    private let state = Locked(State())
+
+    func await(_ continuation: CheckedContinuation<T, any Error>) {
+        let early: Result<T, any Error>? = state.withLock { state in
+            if let early = state.early { state.done = true; return early }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// What to stop once an outcome is delivered (runs at once if one already was).
+    func onResume(_ cleanup: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state in
+            if state.done { return true }
+            state.cleanup = cleanup
+            return false
+        }
+        if now { cleanup() }
+    }
+
+    func resume(_ result: Result<T, any Error>) {
+        let (continuation, cleanup): (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?) = state.withLock { state in
+            guard !state.done else { return (nil, nil) }
+            guard let continuation = state.continuation else {
+                if state.early == nil { state.early = result }  // before the continuation was handed over
+                return (nil, nil)
+            }
+            state.done = true
+            state.continuation = nil
+            defer { state.cleanup = nil }
+            return (continuation, state.cleanup)
+        }
+        continuation?.resume(with: result)
+        cleanup?()
     }
 }

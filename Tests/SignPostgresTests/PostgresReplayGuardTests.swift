@@ -49,6 +49,48 @@ import Testing
         }
     }
 
+    /// A server that stops answering (every process stopped, connections open): each record is
+    /// refused `unavailable` within its timeout, none waits for the server, and records are
+    /// accepted again once it goes on.
+    @Test func aStalledServerIsRefusedWithinTheTimeout() async throws {
+        let server = try PostgresServer.start()
+        defer { try? server.stall(false); server.stop() }
+        try await withPostgresClient(server) { client in
+            var configuration = PostgresReplayGuard.Configuration()
+            configuration.timeout = .seconds(1)
+            let guard_ = try PostgresReplayGuard(client: client, configuration: configuration, logger: Self.logger)
+            try await guard_.createSchema()
+            try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000)
+            try server.stall(true)
+            // Should a record wait for the server after all, the server goes on after 10 s: a failure, not a hang.
+            let watchdog = Task { try await Task.sleep(for: .seconds(10)); try? server.stall(false) }
+            defer { watchdog.cancel() }
+            let started = ContinuousClock.now
+            let outcomes = try await withThrowingTaskGroup(of: (SignCoreError.Code?, Duration).self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(30 * index))  // spread over 3 s, each one waiting on its own
+                        let begun = ContinuousClock.now
+                        let code = await Self.code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) }
+                        return (code, ContinuousClock.now - begun)
+                    }
+                }
+                return try await group.reduce(into: [(SignCoreError.Code?, Duration)]()) { $0.append($1) }
+            }
+            #expect(outcomes.allSatisfy { $0.0 == .unavailable }, "\(Set(outcomes.map { String(describing: $0.0) }))")
+            // A batch waits for the one before it: at most two timeouts and some slack.
+            #expect(outcomes.allSatisfy { $0.1 < .seconds(3) }, "slowest: \(outcomes.map(\.1).max() ?? .zero)")
+            #expect(ContinuousClock.now - started < .seconds(8))
+            try server.stall(false)
+            var recovered = false
+            for _ in 0..<100 where !recovered {
+                recovered = await Self.code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) } == nil
+                if !recovered { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(recovered, "records are accepted again once the server goes on")
+        }
+    }
+
     @Test func expiredRowsLeaveAndAClockStepBackIsRefused() async throws {
         let server = try PostgresServer.start()
         defer { server.stop() }

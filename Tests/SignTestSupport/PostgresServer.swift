@@ -50,6 +50,23 @@ public final class PostgresServer: Sendable {
         try asOwner("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
     }
 
+    /// Stops every process of the server (SIGSTOP: the postmaster and each backend) or lets
+    /// them go on (SIGCONT): a server that is there but answers nothing, as a stalled disk or a
+    /// frozen VM looks to its clients.
+    public func stall(_ stalled: Bool) throws {
+        let pidFile = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+        guard let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw Failure.notInstalled }
+        var processes = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // "pid (name) state ppid ...": the parent is the second field after the name.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == postmaster { processes.append(pid) }
+        }
+        for pid in processes { _ = Foundation.kill(pid, stalled ? SIGSTOP : SIGCONT) }
+    }
+
     public func stop() {
         try? asOwner("pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
         try? FileManager.default.removeItem(atPath: directory)
