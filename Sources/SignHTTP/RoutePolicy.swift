@@ -16,9 +16,13 @@ public enum SignatureRequirement: String, Sendable, Codable, CaseIterable {
 /// One place to read what is protected: rules of (methods, path pattern) → requirement, the
 /// first matching rule wins, and `fallback` (by default `require`) covers every other request.
 ///
-/// A path that is not in plain form (a `.` or `..` segment, an empty segment, a percent-encoded
-/// `.`, `/` or `\`, a backslash) gets the fallback whatever the rules say: servers and proxies
-/// resolve such paths differently, so `/public/../admin` must not borrow `/public/**`'s rule.
+/// Servers resolve one path in different ways (nginx decodes percent-escapes and merges
+/// slashes, Tomcat drops `;` parameters before it resolves `..`, IIS ignores case), so a path is
+/// given the **strictest** requirement among every way an upstream could read it: as received,
+/// and resolved (`PathPattern.resolutions`: escapes decoded, `\` as `/`, repeated slashes merged,
+/// dot segments removed, with and without `;` parameters, and case-folded). `/public/..;/admin`
+/// cannot borrow `/public/**`'s rule from a `/admin/**` that requires more, and a path not in
+/// plain form never gets less than the fallback.
 public struct RoutePolicy: Sendable, Equatable {
     public struct Rule: Sendable, Equatable, CustomStringConvertible {
         /// The methods the rule applies to; empty for every method.
@@ -55,8 +59,8 @@ public struct RoutePolicy: Sendable, Equatable {
             methods.isEmpty ? pattern.text : methods.map(\.rawValue).sorted().joined(separator: ",") + " " + pattern.text
         }
 
-        func matches(_ method: HTTPRequest.Method, _ segments: [Substring]) -> Bool {
-            (methods.isEmpty || methods.contains(method)) && pattern.matches(segments)
+        func matches(_ method: HTTPRequest.Method, _ segments: [Substring], folded: Bool = false) -> Bool {
+            (methods.isEmpty || methods.contains(method)) && pattern.matches(segments, folded: folded)
         }
     }
 
@@ -74,11 +78,41 @@ public struct RoutePolicy: Sendable, Equatable {
     /// The requirement for a request, and the route that decided it (the matching rule's written
     /// form, or `*` for the fallback): `path` is the request target's path, with or without its query.
     public func requirement(method: HTTPRequest.Method, path: some StringProtocol) -> (signature: SignatureRequirement, route: String) {
-        guard !rules.isEmpty, let segments = PathPattern.plainSegments(of: path) else { return (fallback, "*") }
-        for rule in rules where rule.matches(method, segments) {
+        guard !rules.isEmpty else { return (fallback, "*") }
+        var strictest: (signature: SignatureRequirement, route: String)
+        var readings = PathPattern.resolutions(of: path)
+        if let segments = PathPattern.plainSegments(of: path) {
+            strictest = first(method, segments, folded: false)
+            readings.append(segments)
+        } else {
+            strictest = (fallback, "*")
+        }
+        for resolved in readings where strictest.signature != .require {
+            for folded in [false, true] {
+                let candidate = first(method, folded ? resolved.map { Substring($0.lowercased()) } : resolved, folded: folded)
+                if candidate.signature.strictness > strictest.signature.strictness { strictest = candidate }
+            }
+        }
+        return strictest
+    }
+
+    /// The first rule matching `segments` (compared case-folded when `folded`), else the fallback.
+    private func first(_ method: HTTPRequest.Method, _ segments: [Substring], folded: Bool) -> (signature: SignatureRequirement, route: String) {
+        for rule in rules where rule.matches(method, segments, folded: folded) {
             return (rule.signature, rule.description)
         }
         return (fallback, "*")
+    }
+}
+
+extension SignatureRequirement {
+    /// `require` over `monitor` over `off`.
+    var strictness: Int {
+        switch self {
+        case .require: 2
+        case .monitor: 1
+        case .off: 0
+        }
     }
 }
 
@@ -109,16 +143,72 @@ public struct PathPattern: Sendable, Equatable {
         }
         self.text = text
         self.segments = segments
+        self.foldedSegments = segments.map { Substring($0.lowercased()) }
     }
 
-    func matches(_ path: [Substring]) -> Bool {
+    /// The segments in lower case, for paths compared as a case-insensitive server would.
+    let foldedSegments: [Substring]
+
+    func matches(_ path: [Substring], folded: Bool = false) -> Bool {
         var index = 0
-        for segment in segments {
+        for segment in folded ? foldedSegments : segments {
             if segment == "**" { return true }
             guard index < path.count, segment == "*" || segment == path[index] else { return false }
             index += 1
         }
         return index == path.count
+    }
+
+    /// The paths an upstream could resolve `path` to, as segments: percent-escapes decoded
+    /// (`%2F` and `%5C` included, as nginx does), `\` read as `/`, repeated slashes merged, `.`
+    /// and `..` removed (RFC 3986 §5.2.4, never above the root); once keeping `;` parameters in
+    /// their segment and once dropping them (Tomcat: `/a/..;/b` is `/b`). Empty for a plain path
+    /// without `;`, which reads one way only.
+    static func resolutions(of path: some StringProtocol) -> [[Substring]] {
+        let path = Substring(path.prefix { $0 != "?" && $0 != "#" })
+        let plain = !path.contains("%") && !path.contains("\\") && !path.contains(";") && !path.contains("//")
+            && !path.split(separator: "/").contains { $0 == "." || $0 == ".." }
+        if plain { return [] }
+        let decoded = String(decoding: percentDecoded(Array(path.utf8)), as: UTF8.self).replacingOccurrences(of: "\\", with: "/")
+        var results: [[Substring]] = []
+        for dropParameters in [false, true] {
+            var stack: [Substring] = []
+            let parts = decoded.split(separator: "/", omittingEmptySubsequences: false)
+            for (index, part) in parts.enumerated() {
+                let segment = dropParameters ? (part.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? part) : part
+                if segment == "." { continue }
+                if segment == ".." { _ = stack.popLast(); continue }
+                if segment.isEmpty, index != parts.count - 1 || stack.isEmpty { continue }  // merged slashes; a trailing one stays
+                stack.append(segment)
+            }
+            if !results.contains(stack) { results.append(stack) }
+        }
+        return results
+    }
+
+    /// Every `%XX` of two hex digits decoded; anything else kept as it is.
+    private static func percentDecoded(_ bytes: [UInt8]) -> [UInt8] {
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) {
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return out
     }
 
     /// The segments of a path up to its query, or nil when it is not in plain form: not

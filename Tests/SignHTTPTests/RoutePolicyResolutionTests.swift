@@ -1,0 +1,49 @@
+import HTTPTypes
+import SignCore
+import SignHTTP
+import Testing
+
+/// A path is given the strictest rule of every way an upstream could resolve it: no spelling of
+/// `/admin/x` gets less than `/admin/**`, whatever the fallback, and no spelling reaches
+/// `/public/**`'s rule by resolving out of it.
+@Suite struct RoutePolicyResolutionTests {
+    /// Spellings of `/admin/x` that nginx, Tomcat, IIS or a framework resolve to it.
+    static let adminSpellings = [
+        "/admin/x", "//admin/x", "/admin//x", "///admin///x", "/./admin/x", "/admin/./x", "/admin/x/.", "/public/../admin/x",
+        "/public/../../admin/x", "/../admin/x", "/public/..;/admin/x", "/public/..;a=b/admin/x", "/public;a/../admin/x",
+        "/admin;jsessionid=1/x", "/admin;/x", "/;/admin/x", "/admin/x;p", "/%61dmin/x", "/%61%64%6d%69%6e/x", "/ADMIN/x",
+        "/Admin/x", "/aDmIn/x", "/%41dmin/x", "/public/%2e%2e/admin/x", "/public/%2E%2E/admin/x", "/public/.%2e/admin/x",
+        "/public/%2e./admin/x", "/public%2f..%2fadmin/x", "/public/..%2fadmin/x", "/%2fadmin/x", "/%2Fadmin%2Fx",
+        "/public\\..\\admin\\x", "\\admin\\x", "/public/%5c..%5cadmin/x", "/admin/x?y=1", "/admin%2f./x", "/admin/%2e/x",
+        "/public/..%3b/admin/x", "/public/%2e%2e;/admin/x",
+    ]
+
+    @Test func everySpellingOfAProtectedPathIsProtected() throws {
+        for fallback in SignatureRequirement.allCases {
+            let policy = RoutePolicy([try .init("/public/**", .off), try .init("/admin/**", .require)], fallback: fallback)
+            for path in Self.adminSpellings {
+                #expect(policy.requirement(method: .get, path: path).signature == .require, "\(path) with fallback \(fallback)")
+            }
+            // Monitor is kept over off the same way.
+            let monitored = RoutePolicy([try .init("/public/**", .off), try .init("/admin/**", .monitor)], fallback: .off)
+            for path in Self.adminSpellings {
+                #expect(monitored.requirement(method: .get, path: path).signature == .monitor, "\(path) monitored")
+            }
+        }
+    }
+
+    @Test func plainPathsKeepTheirRules() throws {
+        let policy = RoutePolicy([try .init("/public/**", .off), try .init("GET /status", .off), try .init("/admin/**", .require)],
+                                 fallback: .monitor)
+        let expected: [(String, SignatureRequirement)] = [
+            ("/public/x", .off), ("/public/a/b?c=d", .off), ("/public/x;v=1", .off), ("/public/caf%C3%A9", .off), ("/status", .off),
+            ("/public/../status", .monitor),  // resolves out of /public: not /public's off (the fallback is stricter)
+            ("/admin/x", .require), ("/other", .monitor), ("/", .monitor),
+            ("/public/./x", .monitor),  // not in plain form: never less than the fallback
+        ]
+        for (path, requirement) in expected {
+            #expect(policy.requirement(method: .get, path: path).signature == requirement, "\(path)")
+        }
+        #expect(policy.requirement(method: .post, path: "/status").signature == .monitor)
+    }
+}
