@@ -96,6 +96,7 @@ let servers: [Target] = [
                                                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]),
     // The verifying reverse proxy.
     .target(name: "SignGateway", dependencies: ["SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
+                                                .product(name: "HummingbirdCore", package: "hummingbird"),
                                                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                                                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),

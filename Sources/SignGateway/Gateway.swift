@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -90,7 +91,15 @@ public final class Gateway: Service {
         router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
                                                identity: identity, timeout: .seconds(configuration.upstreamTimeout),
                                                bodyLimit: configuration.body.limit))
-        var app = Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
+        let limits = configuration.limits
+        // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
+        // request part, so slow headers are closed as silent connections are.
+        let http1 = HTTP1Channel.Configuration(
+            idleTimeout: .seconds(limits.idleTimeout),
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes))
+        var app = Application(router: router, server: .http1(configuration: http1),
+                              configuration: .init(address: .hostname(host, port: port), serverName: nil,
+                                                   availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)),
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
                               logger: logger)
         if let postgresGuard {

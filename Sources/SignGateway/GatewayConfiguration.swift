@@ -28,6 +28,18 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var upstreamConnections = 64
     /// trace, debug, info, notice, warning, error or critical.
     public var logLevel = "info"
+    public var limits = Limits()
+
+    /// What one client may hold of signd: connections, time and header bytes.
+    public struct Limits: Sendable, Decodable {
+        /// Connections open at once; past it new ones wait in the listen backlog.
+        public var maxConnections = 4096
+        /// Seconds a connection may go without completing a request part (a head, a body chunk)
+        /// or a response part: silent clients and slow-header clients are closed alike.
+        public var idleTimeout: Int64 = 30
+        /// Bytes of header fields one request may send (each field and all of them).
+        public var maxHeaderBytes = 32 << 10
+    }
 
     public struct Origin: Sendable, Decodable {
         public var scheme = "https"
@@ -158,13 +170,27 @@ extension KeyedDecodingContainer<AnyKey> {
 extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
-                                     "headerNames", "identityHeaders", "healthPath", "upstreamTimeout", "upstreamConnections", "logLevel"])
+                                     "headerNames", "identityHeaders", "healthPath", "upstreamTimeout", "upstreamConnections", "logLevel",
+                                     "limits"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
         try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
         try c.set(&maxLifetime, "maxLifetime"); try c.set(&policy, "policy"); try c.set(&body, "body")
         try c.set(&headerNames, "headerNames"); try c.set(&identityHeaders, "identityHeaders"); try c.set(&healthPath, "healthPath")
         try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
+        try c.set(&limits, "limits")
+    }
+}
+
+extension GatewayConfiguration.Limits {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["maxConnections", "idleTimeout", "maxHeaderBytes"])
+        try c.set(&maxConnections, "maxConnections"); try c.set(&idleTimeout, "idleTimeout"); try c.set(&maxHeaderBytes, "maxHeaderBytes")
+        guard maxConnections >= 1 else { throw SignCoreError(.invalidConfiguration, "configuration: limits.maxConnections is at least 1") }
+        guard idleTimeout >= 1 else { throw SignCoreError(.invalidConfiguration, "configuration: limits.idleTimeout is at least 1 second") }
+        guard (1024...(1 << 20)).contains(maxHeaderBytes) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: limits.maxHeaderBytes is 1024 to 1048576")
+        }
     }
 }
 

@@ -567,3 +567,39 @@ extension Array where Element: Sendable {
         #expect(seen.contains { $0.path == "/v1/y" && $0.complete && $0.keyID == nil })
     }
 }
+
+/// Slow and silent clients cannot hold signd: a connection that completes no request part within
+/// the idle timeout is closed, and the gateway keeps answering while they try.
+@Suite(.serialized) struct GatewaySlowClientTests {
+    @Test func slowAndSilentConnectionsAreClosed() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let limits: [String: Any] = ["idleTimeout": 1, "maxConnections": 200]
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["limits": limits])) { port in
+                let head = "GET /v1/x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + String(repeating: "a", count: 200)
+                let held = await withTaskGroup(of: Duration?.self) { group in
+                    for index in 0..<40 {
+                        group.addTask {
+                            await slowClient(port: port, bytes: index % 2 == 0 ? head : "", interval: .milliseconds(100), limit: .seconds(6))
+                        }
+                    }
+                    // Meanwhile the health path is answered.
+                    let health = try? await rawHTTP(port: port, "GET /.well-known/signcore/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    #expect(health.flatMap(statusCode(of:)) == 200)
+                    return await group.reduce(into: [Duration?]()) { $0.append($1) }
+                }
+                #expect(held.allSatisfy { $0 != nil && $0! < .seconds(3) }, "\(held.map { $0.map { "\($0)" } ?? "open" })")
+            }
+        }
+    }
+
+    @Test func limitsAreConfiguredWithinRange() throws {
+        for (limits, message) in [(["maxConnections": 0], "maxConnections"), (["idleTimeout": 0], "idleTimeout"),
+                                  (["maxHeaderBytes": 10], "maxHeaderBytes"), (["idleTimout": 5], "unknown member limits.idleTimout")] {
+            let json = GatewayTests.configuration(upstream: 1, keys: "/k", ["limits": limits])
+            #expect(throws: SignCoreError.self, "\(message)") { try GatewayConfiguration.parse(Data(json.utf8)) }
+        }
+    }
+}

@@ -53,3 +53,47 @@ public func statusCode(of answer: String) -> Int? {
     guard parts.count >= 2, parts[0].hasPrefix("HTTP/1.") else { return nil }
     return Int(parts[1])
 }
+
+/// A client that connects to 127.0.0.1:`port` and sends `bytes` one at a time, one every
+/// `interval` (nothing at all when `bytes` is empty), until the server closes the connection;
+/// returns how long the server kept it open, or nil if it was still open after `limit`.
+public func slowClient(port: Int, bytes: String, interval: Duration, limit: Duration) async -> Duration? {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: blockingSlowClient(port: port, bytes: Array(bytes.utf8), interval: interval, limit: limit)) }.start()
+    }
+}
+
+private func blockingSlowClient(port: Int, bytes: [UInt8], interval: Duration, limit: Duration) -> Duration? {
+    #if canImport(Darwin)
+    let fd = socket(AF_INET, SOCK_STREAM, 0)
+    let noSignal: Int32 = 0
+    #else
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let noSignal = Int32(MSG_NOSIGNAL)
+    #endif
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    guard connected else { return .zero }
+    let clock = ContinuousClock()
+    let start = clock.now
+    var sent = 0
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while clock.now - start < limit {
+        if sent < bytes.count {
+            let n = bytes[sent...].prefix(1).withUnsafeBytes { send(fd, $0.baseAddress, 1, noSignal) }
+            if n < 0 { return clock.now - start }
+            sent += 1
+        }
+        Thread.sleep(forTimeInterval: Double(interval.components.attoseconds) / 1e18 + Double(interval.components.seconds))
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return clock.now - start }
+    }
+    return nil
+}
