@@ -28,7 +28,7 @@ enum GatewayFields {
     /// A field name as CGI, WSGI and many frameworks read it: case-insensitive, `_` for `-`
     /// (`signcore_account` and `Signcore-Account` both become `HTTP_SIGNCORE_ACCOUNT`).
     static func spelling(_ name: HTTPField.Name) -> String {
-        name.canonicalName.replacingOccurrences(of: "_", with: "-")
+        name.canonicalName.contains("_") ? name.canonicalName.replacingOccurrences(of: "_", with: "-") : name.canonicalName
     }
 }
 
@@ -54,6 +54,15 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         let keyID: HTTPField.Name
         let account: HTTPField.Name
         let algorithm: HTTPField.Name
+        /// Every field name only signd sets, these included, as `GatewayFields.spelling` gives it.
+        let owned: Set<String>
+
+        init(keyID: HTTPField.Name, account: HTTPField.Name, algorithm: HTTPField.Name) {
+            self.keyID = keyID
+            self.account = account
+            self.algorithm = algorithm
+            owned = GatewayFields.owned.union([keyID, account, algorithm].map(GatewayFields.spelling))
+        }
     }
 
     static var forwardedHost: HTTPField.Name { HTTPField.Name("x-forwarded-host")! }
@@ -88,8 +97,7 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         // in `x-forwarded-host`). Identity fields and the fields signd owns go under every
         // spelling a server could read as theirs.
         let removed = Set((Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken]).map(\.canonicalName))
-        let owned = GatewayFields.owned.union([identity.keyID, identity.account, identity.algorithm].map(GatewayFields.spelling))
-        var fields = HTTPFields(request.headers.filter { !removed.contains($0.name.canonicalName) && !owned.contains(GatewayFields.spelling($0.name)) })
+        var fields = HTTPFields(request.headers.filter { !removed.contains($0.name.canonicalName) && !identity.owned.contains(GatewayFields.spelling($0.name)) })
         if let signature = context.signature {
             fields[identity.keyID] = signature.keyID
             fields[identity.algorithm] = signature.algorithm.rawValue

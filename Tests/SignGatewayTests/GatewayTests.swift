@@ -582,7 +582,7 @@ extension Array where Element: Sendable {
                 let held = await withTaskGroup(of: Duration?.self) { group in
                     for index in 0..<40 {
                         group.addTask {
-                            await slowClient(port: port, bytes: index % 2 == 0 ? head : "", interval: .milliseconds(100), limit: .seconds(6))
+                            await slowClient(port: port, bytes: index % 2 == 0 ? head : "", interval: .milliseconds(100), limit: .seconds(20))
                         }
                     }
                     // Meanwhile the health path is answered.
@@ -590,7 +590,9 @@ extension Array where Element: Sendable {
                     #expect(health.flatMap(statusCode(of:)) == 200)
                     return await group.reduce(into: [Duration?]()) { $0.append($1) }
                 }
-                #expect(held.allSatisfy { $0 != nil && $0! < .seconds(3) }, "\(held.map { $0.map { "\($0)" } ?? "open" })")
+                // Closed after the 1 s timeout; without one they stay open for good. (The bound is loose: while
+                // other suites of this process block its threads, signd may accept a connection late.)
+                #expect(held.allSatisfy { $0 != nil && $0! >= .milliseconds(900) }, "\(held.map { $0.map { "\($0)" } ?? "open" })")
             }
         }
     }
