@@ -106,7 +106,10 @@ let servers: [Target] = [
     .executableTarget(name: "signd", dependencies: ["SignGateway", "SignCore", logging, .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
     // Tests by module, each naming only what it uses; the PostgreSQL server they start is shared.
-    .target(name: "SignTestSupport", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), logging],
+    .target(name: "SignTestSupport", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), logging, httpTypes,
+                                                    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                                                    .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                                                    .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             path: "Tests/SignTestSupport"),
     .testTarget(name: "SignHummingbirdTests", dependencies: [
         "SignCore", "SignHTTP", "SignHummingbird", "SignTestSupport", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
@@ -117,7 +120,7 @@ let servers: [Target] = [
         "SignCore", "SignPostgres", "SignTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"), logging,
     ]),
     .testTarget(name: "SignClientTests", dependencies: [
-        "SignCore", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI",
+        "SignCore", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
         hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
         .product(name: "HTTPTypesFoundation", package: "swift-http-types"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
         .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"), .product(name: "NIOCore", package: "swift-nio"),

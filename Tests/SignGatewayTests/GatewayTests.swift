@@ -82,15 +82,7 @@ import Testing
 
                 // The OpenAPI runtime's middleware, its `next` sending through AsyncHTTPClient as the AHC transport does.
                 let middleware = SigningMiddleware(signer: signer)
-                let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?) = { request, body, baseURL in
-                    var outgoing = HTTPClientRequest(url: baseURL.absoluteString + (request.path ?? ""))
-                    outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
-                    for field in request.headerFields { outgoing.headers.add(name: field.name.rawName, value: field.value) }
-                    if let body { outgoing.body = .bytes(ByteBuffer(bytes: try await [UInt8](collecting: body, upTo: 1 << 20))) }
-                    let response = try await http.execute(outgoing, timeout: .seconds(10))
-                    let bytes = try await response.body.collect(upTo: 1 << 20)
-                    return (HTTPResponse(status: .init(code: Int(response.status.code))), HTTPBody(Array(buffer: bytes)))
-                }
+                let next = openAPITransport(http)
                 var operation = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/orders?via=openapi")
                 operation.headerFields[.contentType] = "application/json"
                 let streamed = HTTPBody(AsyncStream { $0.yield(ArraySlice("{\"a\":".utf8)); $0.yield(ArraySlice("1}".utf8)); $0.finish() }, length: .unknown)
