@@ -118,6 +118,9 @@ public struct GatewayConfiguration: Sendable, Decodable {
     }
 
     public static func parse(_ data: Data) throws(SignCoreError) -> GatewayConfiguration {
+        if let offset = trailingComma(in: data) {
+            throw SignCoreError(.invalidConfiguration, "the configuration is not valid JSON (a trailing comma at byte \(offset))")
+        }
         do {
             return try JSONDecoder().decode(GatewayConfiguration.self, from: data)
         } catch let error as SignCoreError {
@@ -129,6 +132,26 @@ public struct GatewayConfiguration: Sendable, Decodable {
         } catch {
             throw SignCoreError(.invalidConfiguration, "the configuration is not valid JSON")
         }
+    }
+
+    /// Where a `,` is followed (after whitespace) by `}` or `]`, outside strings: JSON (RFC 8259)
+    /// has no trailing commas, whatever a lenient decoder accepts.
+    static func trailingComma(in data: Data) -> Int? {
+        var inString = false, escaped = false, comma: Int?
+        for (offset, byte) in data.enumerated() {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true; comma = nil
+            case UInt8(ascii: ","): comma = offset
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): if let comma { return comma }
+            case 0x20, 0x09, 0x0A, 0x0D: break
+            default: comma = nil
+            }
+        }
+        return nil
     }
 
     static func path(_ keys: [any CodingKey]) -> String {
@@ -179,6 +202,33 @@ extension GatewayConfiguration {
         try c.set(&headerNames, "headerNames"); try c.set(&identityHeaders, "identityHeaders"); try c.set(&healthPath, "healthPath")
         try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
         try c.set(&limits, "limits")
+        try checkValues()
+    }
+
+    /// Values each member's type allows but signd does not: refused with the member's path and
+    /// what it may be, never clamped or taken as a default.
+    func checkValues() throws(SignCoreError) {
+        func refuse(_ member: String, _ allowed: String) -> SignCoreError {
+            SignCoreError(.invalidConfiguration, "configuration: \(member) is \(allowed)")
+        }
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        guard levels.contains(logLevel) else { throw refuse("logLevel", levels.joined(separator: ", ")) }
+        guard upstreamConnections >= 1 else { throw refuse("upstreamConnections", "at least 1") }
+        guard upstreamTimeout >= 1 else { throw refuse("upstreamTimeout", "at least 1 second") }
+        guard skew >= 0 else { throw refuse("skew", "0 seconds or more") }
+        guard maxLifetime >= 1 else { throw refuse("maxLifetime", "at least 1 second") }
+        guard keys.reloadInterval >= 1 else { throw refuse("keys.reloadInterval", "at least 1 second") }
+        guard replay.capacity >= 1 else { throw refuse("replay.capacity", "at least 1") }
+        guard healthPath.hasPrefix("/"), (try? ServerOrigin.validate(target: healthPath)) != nil, !healthPath.contains("?") else {
+            throw refuse("healthPath", "an absolute path (starting with /, no query)")
+        }
+        // Identity fields are signd's own: never a field a client sends for its own purposes.
+        let reserved: Set<String> = ["authorization", "cookie", "host", "content-type", "content-length", "transfer-encoding", "connection",
+                                     headerNames.whash.lowercased(), headerNames.wtoken.lowercased()]
+        for (member, name) in [("keyID", identityHeaders.keyID), ("account", identityHeaders.account), ("algorithm", identityHeaders.algorithm)]
+        where reserved.contains(name.lowercased()) {
+            throw refuse("identityHeaders.\(member)", "a field of signd's own, not \(name)")
+        }
     }
 }
 

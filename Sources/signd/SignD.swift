@@ -21,14 +21,21 @@ struct SignD: AsyncParsableCommand {
     @Flag(help: "Create the PostgreSQL replay store's table and index, then exit.")
     var createSchema = false
 
+    /// A bad configuration: its one-line reason on standard error and exit 78 (EX_CONFIG), no
+    /// usage text (the command line was right).
+    static func refuse(_ error: SignCoreError) -> ExitCode {
+        FileHandle.standardError.write(Data("signd: \(error.detail)\n".utf8))
+        return ExitCode(78)
+    }
+
     func run() async throws {
         let settings: GatewayConfiguration
         do {
             settings = try GatewayConfiguration.load(path: config)
         } catch {
-            throw ValidationError(error.detail)
+            throw Self.refuse(error)
         }
-        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info  // checked when parsed
         LoggingSystem.bootstrap { label in
             var handler = JSONLogHandler(label: label)
             handler.logLevel = level
@@ -41,7 +48,7 @@ struct SignD: AsyncParsableCommand {
                 logger.notice("listening", metadata: ["signd.port": "\(port)", "signd.upstream": "\(settings.upstream)"])
             }
         } catch {
-            throw ValidationError(error.detail)
+            throw Self.refuse(error)
         }
         if check {
             print("signd: configuration OK, \(gateway.verifier.keys.count) keys")
@@ -51,7 +58,7 @@ struct SignD: AsyncParsableCommand {
             do {
                 try await gateway.createSchema()
             } catch let error as SignCoreError {
-                throw ValidationError(error.detail)
+                throw Self.refuse(error)
             }
             print("signd: the replay store's schema is in place")
             return

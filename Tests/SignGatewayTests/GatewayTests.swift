@@ -170,6 +170,8 @@ import Testing
             (#"{"upstream": "http://127.0.0.1:1", "keys": {"files": []}, "replay": {"stor": "memory"}}"#, "unknown member replay.stor"),
             (#"{"upstream": "http://127.0.0.1:1", "keys": {"files": []}, "skew": "ten"}"#, "skew has the wrong type"),
             (#"{"upstream": 1"#, "not valid JSON"),
+            (#"{"upstream": "http://127.0.0.1:1", "keys": {"files": [],},}"#, "trailing comma"),
+            (#"{"upstream": "http://127.0.0.1:1", "keys": {"files": ["a,]"]}, "x": [1,]}"#, "trailing comma at byte 70"),
         ]
         for (json, expected) in cases {
             #expect(throws: SignCoreError.self) { _ = try GatewayConfiguration.parse(Data(json.utf8)) }
@@ -182,6 +184,13 @@ import Testing
             ("body", ["mode": "lazy"], "buffered or streamed"), ("policy", ["routes": [["route": "/a/**/b", "signature": "off"]]], "**"),
             ("origin", ["scheme": "ftp"], "http or https"), ("listen", "8080", "host:port"),
             ("upstream", "http://127.0.0.1:1/api", "without a path"), ("headerNames", ["whash": "bad name"], "not a header field name"),
+            ("logLevel", "inf", "logLevel is trace"), ("upstreamConnections", 0, "upstreamConnections is at least 1"),
+            ("upstreamTimeout", -1, "upstreamTimeout is at least 1"), ("skew", -5, "skew is 0"), ("maxLifetime", 0, "maxLifetime"),
+            ("healthPath", "health", "healthPath is an absolute path"), ("healthPath", "/h#x", "healthPath"),
+            ("identityHeaders", ["account": "Authorization"], "identityHeaders.account is a field of signd's own"),
+            ("identityHeaders", ["keyID": "wtoken"], "identityHeaders.keyID"), ("origin", ["authority": "api.example.com/x"], "origin.authority"),
+            ("keys", ["files": [keys], "reloadInterval": 0], "keys.reloadInterval"), ("replay", ["capacity": 0], "replay.capacity"),
+            ("body", ["limit": -1], "body.limit"),
         ]
         for (member, value, expected) in bad {
             do {
