@@ -24,33 +24,41 @@ public struct ServerOrigin: Sendable, Equatable {
     /// against: a `/`, `?`, `#` or `@` in a received `Host` would end or move the authority,
     /// so the URL verified would differ from the target forwarded (SPEC §2.4).
     public static func validate(authority: String) throws(SignCoreError) {
-        let bytes = Array(authority.utf8)
-        var index = 0
-        if bytes.first == UInt8(ascii: "[") {
-            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1,
-                  bytes[1..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
-                throw invalidAuthority
-            }
-            // An IPv6 literal as the canonical URL reads it (SPEC §2.4: one `::` at most, groups
-            // of 1-4 digits, a dotted quad last), so no host passes here that signing refuses.
+        var authority = authority  // a native string is read in place: nothing is allocated per request
+        guard authority.utf8.count <= 255 + 6, authority.withUTF8({ isHostAndPort($0) }) else { throw invalidAuthority }
+        // An IPv6 literal as the canonical URL reads it (SPEC §2.4: one `::` at most, groups of
+        // 1-4 digits, a dotted quad last), so no host passes here that signing refuses.
+        if authority.utf8.first == UInt8(ascii: "["), let close = authority.firstIndex(of: "]") {
             do throws(SignCoreError) {
-                _ = try CanonicalURL.canonicalize("http://" + String(decoding: bytes[...close], as: UTF8.self) + "/")
+                _ = try CanonicalURL.canonicalize("http://" + authority[...close] + "/")
             } catch {
                 throw invalidAuthority
             }
+        }
+    }
+
+    /// `host[:port]` by its bytes: a reg-name, or `[` hex digits, `:` and `.` `]`; then nothing, or
+    /// `:` and 1-65535 without a leading zero (one spelling per port, and port 0 is no port).
+    private static func isHostAndPort(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1,
+                  bytes[1..<close].allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
             index = close + 1
         } else {
             while index < bytes.count, isRegNameByte(bytes[index]) { index += 1 }
-            guard index > 0 else { throw invalidAuthority }
+            guard index > 0 else { return false }
         }
-        if index < bytes.count {
-            guard bytes[index] == UInt8(ascii: ":") else { throw invalidAuthority }
-            let port = bytes[(index + 1)...]
-            // 1-65535 without a leading zero: one spelling per port, and port 0 is no port.
-            guard (1...5).contains(port.count), port.allSatisfy({ (0x30...0x39).contains($0) }), port.first != UInt8(ascii: "0"),
-                  let value = Int(String(decoding: port, as: UTF8.self)), value <= 65535 else { throw invalidAuthority }
+        guard index < bytes.count else { return true }
+        guard bytes[index] == UInt8(ascii: ":") else { return false }
+        let port = bytes[(index + 1)...]
+        guard (1...5).contains(port.count), port.first != UInt8(ascii: "0") else { return false }
+        var value = 0
+        for digit in port {
+            guard (0x30...0x39).contains(digit) else { return false }
+            value = value * 10 + Int(digit - 0x30)
         }
-        guard bytes.count <= 255 + 6 else { throw invalidAuthority }
+        return value <= 65535
     }
 
     private static var invalidAuthority: SignCoreError {
@@ -120,7 +128,7 @@ extension ReceivedRequest {
     /// adapters move the first into `:authority` and leave any other as a field, which an
     /// upstream could route by, so a `Host` field is refused whatever its value.
     public static func checkHost(_ request: HTTPRequest) throws(SignCoreError) {
-        guard request.headerFields[values: hostField].isEmpty else {
+        guard !request.headerFields.contains(where: { $0.name == hostField }) else {
             throw SignCoreError(.invalidHeader, "the request names more than one host")
         }
     }

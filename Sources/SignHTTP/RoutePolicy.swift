@@ -83,12 +83,15 @@ public struct RoutePolicy: Sendable, Equatable {
         var readings = PathPattern.resolutions(of: path)
         if let segments = PathPattern.plainSegments(of: path) {
             strictest = first(method, segments, folded: false)
-            readings.append(segments)
+            readings.append(segments)  // read folded below, where case can matter
         } else {
             strictest = (fallback, "*")
         }
+        // Case decides only when a reading or a pattern has an upper-case letter.
+        let patternsHaveUpperCase = rules.contains { $0.pattern.hasUpperCase }
         for resolved in readings where strictest.signature != .require {
-            for folded in [false, true] {
+            let caseMatters = patternsHaveUpperCase || resolved.contains { $0.utf8.contains { (0x41...0x5A).contains($0) } }
+            for folded in caseMatters ? [false, true] : [false] {
                 let candidate = first(method, folded ? resolved.map { Substring($0.lowercased()) } : resolved, folded: folded)
                 if candidate.signature.strictness > strictest.signature.strictness { strictest = candidate }
             }
@@ -148,6 +151,7 @@ public struct PathPattern: Sendable, Equatable {
 
     /// The segments in lower case, for paths compared as a case-insensitive server would.
     let foldedSegments: [Substring]
+    var hasUpperCase: Bool { foldedSegments != segments }
 
     func matches(_ path: [Substring], folded: Bool = false) -> Bool {
         var index = 0

@@ -47,14 +47,14 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         var context = context
         let started = ContinuousClock.now
         do {
-            let tokenVerified = VerifiedFlag()
+            let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
             let bodyWHash = try await prepareBody(of: &request, context: context, requirement: requirement, route: route,
                                                   verified: tokenVerified)
             let received = try ReceivedRequest(request.head, body: .whash(bodyWHash), origin: origin, names: names)
             let verified = try await verifier.verify(received)
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             context.signature = verified
-            tokenVerified.set()
+            tokenVerified?.set()
         } catch {
             audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             // A body over the limit is refused even under monitor: part of it is read and gone.
@@ -67,7 +67,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     /// verifier checks: of the collected body (hashed in place, not copied) or, for a streamed
     /// body-class request, the one its whash header claims, which the wrapped body then checks.
     private func prepareBody(of request: inout Request, context: Context, requirement: SignatureRequirement,
-                             route: String, verified: VerifiedFlag) async throws(SignCoreError) -> SHA256Digest {
+                             route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> SHA256Digest {
         let method = try RequestMethod(token: request.method.rawValue)
         // What the request announces decides before a byte of its body is read (SPEC §5 step 2):
         // a GET, HEAD, OPTIONS or DELETE with a body, or a body larger than the limit, is refused
@@ -93,7 +93,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
             let audit = self.audit
             let logger = context.logger
             let checked = WHashCheckedBody(request.body, expected: claimed, limit: limit,
-                                           enforce: { requirement == .require || verified.isSet }) { error in
+                                           enforce: { requirement == .require || verified?.isSet == true }) { error in
                 audit.refused(error, requirement: requirement, route: route, logger: logger, elapsed: nil)
             }
             request.body = RequestBody(asyncSequence: checked)

@@ -256,60 +256,46 @@ import Testing
 /// client is still sending: signd answers the client, stays up, and serves the next request.
 @Suite(.serialized) struct GatewayEarlyAnswerTests {
     @Test func anEarlyAnswerWhileTheBodyStreamsKeepsSigndUp() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([GatewayTests.key])
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
+        try await withSignd({ upstreamPort, keys in
             let policy = ["routes": [["route": "/early/**", "signature": "off"], ["route": "/open/**", "signature": "off"]]]
-            let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["policy": policy, "body": ["limit": 1 << 24]])
-            try await withGateway(configuration) { port in
-                let http = HTTPClient(eventLoopGroupProvider: .singleton)
-                defer { _ = http.shutdown() }
-                for size in [1 << 20, 4 << 20, 64, 0] {
-                    for _ in 0..<4 {
-                        var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/x")
-                        post.method = .POST
-                        post.body = .bytes(ByteBuffer(repeating: 7, count: size))
-                        let response = try await http.execute(post, timeout: .seconds(20))
-                        #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
-                    }
-                }
-                // Chunked, of unknown length.
+            return GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["policy": policy, "body": ["limit": 1 << 24]])
+        }) { port, http in
+            for size in [1 << 20, 4 << 20, 64, 0] {
                 for _ in 0..<4 {
-                    var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/chunked")
+                    var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/x")
                     post.method = .POST
-                    let chunks = (0..<64).map { _ in ByteBuffer(repeating: 1, count: 16_384) }
-                    post.body = .stream(chunks.async, length: .unknown)
+                    post.body = .bytes(ByteBuffer(repeating: 7, count: size))
                     let response = try await http.execute(post, timeout: .seconds(20))
-                    #expect(response.status == .notFound || response.status == .badGateway)
+                    #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
                 }
-                let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/open/x"), timeout: .seconds(10))
-                #expect(after.status == .ok)
             }
+            // Chunked, of unknown length.
+            for _ in 0..<4 {
+                var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/chunked")
+                post.method = .POST
+                let chunks = (0..<64).map { _ in ByteBuffer(repeating: 1, count: 16_384) }
+                post.body = .stream(chunks.async, length: .unknown)
+                let response = try await http.execute(post, timeout: .seconds(20))
+                #expect(response.status == .notFound || response.status == .badGateway)
+            }
+            let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/open/x"), timeout: .seconds(10))
+            #expect(after.status == .ok)
         }
     }
 
     /// The same on signed routes, the body streamed past its whash check to the upstream.
     @Test func anEarlyAnswerToASignedStreamedBody() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([GatewayTests.key])
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["body": ["mode": "streamed", "limit": 1 << 24]])
-            try await withGateway(configuration) { port in
-                let http = HTTPClient(eventLoopGroupProvider: .singleton)
-                defer { _ = http.shutdown() }
-                let signer = try Signer(key: GatewayTests.key)
-                for size in [4 << 20, 1 << 20, 100] {
-                    var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/signed")
-                    post.method = .POST
-                    let response = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 9, count: size)), signer: signer,
-                                                          timeout: .seconds(20))
-                    #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
-                }
-                let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), signer: signer, timeout: .seconds(10))
-                #expect(after.status == .ok)
+        try await withSignd({ GatewayTests.configuration(upstream: $0, keys: $1, ["body": ["mode": "streamed", "limit": 1 << 24]]) }) { port, http in
+            let signer = try Signer(key: GatewayTests.key)
+            for size in [4 << 20, 1 << 20, 100] {
+                var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/signed")
+                post.method = .POST
+                let response = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 9, count: size)), signer: signer,
+                                                      timeout: .seconds(20))
+                #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
             }
+            let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), signer: signer, timeout: .seconds(10))
+            #expect(after.status == .ok)
         }
     }
 }
@@ -318,33 +304,25 @@ import Testing
 /// only once the rest of the body has matched its whash.
 @Suite(.serialized) struct GatewayEarlyAnswerSignedTests {
     @Test func anEarlyAnswerIsRelayedOnlyForTheSignedBody() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([GatewayTests.key])
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["body": ["mode": "streamed", "limit": 1 << 24]])
-            try await withGateway(configuration) { port in
-                let http = HTTPClient(eventLoopGroupProvider: .singleton)
-                defer { _ = http.shutdown() }
-                let url = "http://127.0.0.1:\(port)/early/signed"
-                let body = [UInt8](repeating: 4, count: 2 << 20)
-                for tamper in [true, false, true] {
-                    let headers = try Signer(key: GatewayTests.key).sign(method: .post, url: url, body: body)
-                    var sent = body
-                    if tamper { sent[sent.count - 1] = 5 }
-                    var post = HTTPClientRequest(url: url)
-                    post.method = .POST
-                    post.headers.add(name: "whash", value: headers.whash)
-                    post.headers.add(name: "wtoken", value: headers.wtoken)
-                    post.body = .stream(stride(from: 0, to: sent.count, by: 65_536).map { ByteBuffer(bytes: sent[$0..<min($0 + 65_536, sent.count)]) }.async,
-                                        length: .known(Int64(sent.count)))
-                    let response = try await http.execute(post, timeout: .seconds(20))
-                    if tamper {
-                        #expect(response.status == .unauthorized && response.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true,
-                                "\(response.status)")
-                    } else {
-                        #expect(response.status == .notFound)
-                    }
+        try await withSignd({ GatewayTests.configuration(upstream: $0, keys: $1, ["body": ["mode": "streamed", "limit": 1 << 24]]) }) { port, http in
+            let url = "http://127.0.0.1:\(port)/early/signed"
+            let body = [UInt8](repeating: 4, count: 2 << 20)
+            for tamper in [true, false, true] {
+                let headers = try Signer(key: GatewayTests.key).sign(method: .post, url: url, body: body)
+                var sent = body
+                if tamper { sent[sent.count - 1] = 5 }
+                var post = HTTPClientRequest(url: url)
+                post.method = .POST
+                post.headers.add(name: "whash", value: headers.whash)
+                post.headers.add(name: "wtoken", value: headers.wtoken)
+                post.body = .stream(stride(from: 0, to: sent.count, by: 65_536).map { ByteBuffer(bytes: sent[$0..<min($0 + 65_536, sent.count)]) }.async,
+                                    length: .known(Int64(sent.count)))
+                let response = try await http.execute(post, timeout: .seconds(20))
+                if tamper {
+                    #expect(response.status == .unauthorized && response.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true,
+                            "\(response.status)")
+                } else {
+                    #expect(response.status == .notFound)
                 }
             }
         }

@@ -136,3 +136,23 @@ func residentBytes() -> Int {
           let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
     return kilobytes * 1024
 }
+
+/// signd (in process) in front of a fresh recording upstream, its key file holding
+/// `GatewayTests.key`: `configure` makes the configuration from the upstream's port and the key
+/// file's path, and `body` runs with signd's port and an HTTP client. Returns the upstream, for
+/// what it received.
+@discardableResult
+func withSignd(_ configure: @escaping @Sendable (_ upstreamPort: Int, _ keys: String) -> String,
+               _ body: @escaping @Sendable (_ port: Int, _ http: HTTPClient) async throws -> Void) async throws -> Upstream {
+    let folder = try TemporaryFolder()
+    let keys = try folder.writeKeys([GatewayTests.key])
+    let upstream = Upstream()
+    try await upstream.run { upstreamPort in
+        try await withGateway(configure(upstreamPort, keys)) { port in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            try await body(port, http)
+        }
+    }
+    return upstream
+}

@@ -15,6 +15,20 @@ import Testing
         return nil
     }
 
+    /// A fresh nonce recorded by `guard_`: nil when accepted, else the refusal's code.
+    static func recordFresh(_ guard_: PostgresReplayGuard) async -> SignCoreError.Code? {
+        await code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) }
+    }
+
+    /// Whether fresh records are accepted again within 20 s (the server back, the pool reconnected).
+    static func recovers(_ guard_: PostgresReplayGuard) async throws -> Bool {
+        for _ in 0..<100 {
+            if await recordFresh(guard_) == nil { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
+    }
+
     /// Two guards (two nodes, each with its own connection pool) on one server: 10,000 nonces,
     /// each recorded by both at once, are accepted exactly once; and a nonce is keyed by its key.
     @Test func eachNonceIsAcceptedOnceAcrossNodes() async throws {
@@ -71,7 +85,7 @@ import Testing
                     group.addTask {
                         try await Task.sleep(for: .milliseconds(30 * index))  // spread over 3 s, each one waiting on its own
                         let begun = ContinuousClock.now
-                        let code = await Self.code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) }
+                        let code = await Self.recordFresh(guard_)
                         return (code, ContinuousClock.now - begun)
                     }
                 }
@@ -82,11 +96,7 @@ import Testing
             #expect(outcomes.allSatisfy { $0.1 < .seconds(3) }, "slowest: \(outcomes.map(\.1).max() ?? .zero)")
             #expect(ContinuousClock.now - started < .seconds(8))
             try server.stall(false)
-            var recovered = false
-            for _ in 0..<100 where !recovered {
-                recovered = await Self.code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) } == nil
-                if !recovered { try await Task.sleep(for: .milliseconds(200)) }
-            }
+            let recovered = try await Self.recovers(guard_)
             #expect(recovered, "records are accepted again once the server goes on")
         }
     }
@@ -131,18 +141,14 @@ import Testing
             let started = ContinuousClock.now
             let outcomes = try await withThrowingTaskGroup(of: SignCoreError.Code?.self) { group in
                 for _ in 0..<200 {
-                    group.addTask { await Self.code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) } }
+                    group.addTask { await Self.recordFresh(guard_) }
                 }
                 return try await group.reduce(into: [SignCoreError.Code?]()) { $0.append($1) }
             }
             #expect(outcomes.allSatisfy { $0 == .unavailable }, "\(Set(outcomes.map { "\(String(describing: $0))" }))")
             #expect(ContinuousClock.now - started < .seconds(10))
             try server.startAgain()
-            var recovered = false
-            for _ in 0..<100 where !recovered {
-                recovered = await Self.code { try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000) } == nil
-                if !recovered { try await Task.sleep(for: .milliseconds(200)) }
-            }
+            let recovered = try await Self.recovers(guard_)
             #expect(recovered, "records are accepted again once the server is back")
         }
     }
