@@ -56,15 +56,29 @@ public final class PostgresServer: Sendable {
     public func stall(_ stalled: Bool) throws {
         let pidFile = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
         guard let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw Failure.notInstalled }
-        var processes = [postmaster]
+        // The postmaster first, so it forks no backend while its children are found; then its
+        // children, scanned until a scan finds no new one.
+        _ = Foundation.kill(postmaster, stalled ? SIGSTOP : SIGCONT)
+        var signalled: Set<Int32> = [postmaster]
+        while true {
+            let children = Self.children(of: postmaster).subtracting(signalled)
+            if children.isEmpty { break }
+            for pid in children { _ = Foundation.kill(pid, stalled ? SIGSTOP : SIGCONT) }
+            signalled.formUnion(children)
+        }
+    }
+
+    /// The processes whose parent is `parent` (from /proc).
+    private static func children(of parent: Int32) -> Set<Int32> {
+        var children: Set<Int32> = []
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
                   let close = stat.lastIndex(of: ")") else { continue }
             // "pid (name) state ppid ...": the parent is the second field after the name.
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, Int32(fields[1]) == postmaster { processes.append(pid) }
+            if fields.count > 1, Int32(fields[1]) == parent { children.insert(pid) }
         }
-        for pid in processes { _ = Foundation.kill(pid, stalled ? SIGSTOP : SIGCONT) }
+        return children
     }
 
     public func stop() {
