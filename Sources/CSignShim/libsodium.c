@@ -9,6 +9,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sodium.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
+#endif
 
 static void sc_random_after_fork(void);
 static pthread_once_t sc_init_once = PTHREAD_ONCE_INIT;
@@ -17,8 +24,11 @@ static int sc_init_result = -1;
 /* libsodium, then the fork handler of the nonce generator. Nothing here reads the environment
    or times anything: what the library does is decided when it is built or by an explicit call
    (sc_sha256_set_short_path). */
+static int sc_fork_sentinel_init(void);
+
 static void sc_init_run(void) {
     if (sodium_init() < 0) return;
+    if (sc_fork_sentinel_init() != 0) return;
     if (pthread_atfork(NULL, NULL, sc_random_after_fork) != 0) return;
     sc_init_result = 0;
 }
@@ -54,21 +64,72 @@ void sc_random_bytes(void *out, size_t length) { randombytes_buf(out, length); }
  * Per-thread nonce generator: ChaCha20 (libsodium) with fast key erasure. Each refill produces
  * 32 bytes that replace the key and SC_RNG_BUFFER bytes of output, so a state captured later
  * cannot reproduce earlier output; each output byte is wiped once handed out. A thread seeds from
- * the system CSPRNG (getrandom) on first use and again in a child after fork(), so parent and
- * child never share a stream. One getrandom per thread instead of one per nonce, no lock.
+ * the system CSPRNG (getrandom) on first use and again in a child process, so parent and child
+ * never share a stream. One getrandom per thread instead of one per nonce, no lock.
+ *
+ * A child is seen without depending on pthread_atfork (which a raw clone(2) or vfork skips): the
+ * current generation lives in a page marked MADV_WIPEONFORK, which the kernel hands a child
+ * zeroed, whatever made it. Where that is not available (a kernel before 4.14, other systems)
+ * the generation is tied to the process id instead, checked on every nonce.
  */
 #define SC_RNG_BUFFER 1024
 typedef struct {
-    uint64_t generation; /* fork generation the key was seeded in; 0 = never seeded */
+    uint64_t generation; /* the process generation the key was seeded in; 0 = never seeded */
     size_t next;         /* first unused byte of buffer */
     unsigned char key[crypto_stream_chacha20_ietf_KEYBYTES];
     unsigned char buffer[SC_RNG_BUFFER];
 } sc_rng_state;
 
 static _Thread_local sc_rng_state sc_rng;
-static atomic_uint_fast64_t sc_fork_generation = 1;
 
-static void sc_random_after_fork(void) { atomic_fetch_add_explicit(&sc_fork_generation, 1, memory_order_relaxed); }
+/* The page the kernel wipes in a child: the process generation, 0 once wiped. */
+typedef struct { atomic_uint_fast64_t generation; } sc_fork_sentinel;
+static sc_fork_sentinel *sc_sentinel;
+/* Without a wiped page: the process id the generation was drawn in (-1 when the page works). */
+static atomic_int sc_sentinel_pid = -1;
+
+/* A fresh, non-zero generation from the system CSPRNG: equal to an earlier one with
+   probability 2^-64. */
+static uint64_t sc_new_generation(void) {
+    uint64_t g = 0;
+    while (g == 0) randombytes_buf(&g, sizeof g);
+    return g;
+}
+
+static int sc_fork_sentinel_init(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    void *memory = mmap(NULL, page > 0 ? (size_t)page : 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return -1;
+    sc_sentinel = memory;
+#ifdef MADV_WIPEONFORK
+    int wiped = madvise(memory, page > 0 ? (size_t)page : 4096, MADV_WIPEONFORK) == 0;
+#else
+    int wiped = 0;
+#endif
+    if (!wiped) atomic_store(&sc_sentinel_pid, (int)getpid());
+    atomic_store(&sc_sentinel->generation, sc_new_generation());
+    return 0;
+}
+
+/* pthread_atfork's child handler: the same as a wiped page, for systems without one. */
+static void sc_random_after_fork(void) { atomic_store(&sc_sentinel->generation, 0); }
+
+/* The current process generation; a new one on the first call in a child. */
+static uint64_t sc_process_generation(void) {
+    int pid = atomic_load_explicit(&sc_sentinel_pid, memory_order_relaxed);
+    if (pid != -1 && pid != (int)getpid()) {
+        atomic_store(&sc_sentinel_pid, (int)getpid());
+        atomic_store(&sc_sentinel->generation, 0);
+    }
+    uint64_t g = atomic_load_explicit(&sc_sentinel->generation, memory_order_relaxed);
+    if (g == 0) {
+        uint64_t fresh = sc_new_generation(), expected = 0;
+        /* Threads of the child racing here agree on one value. */
+        atomic_compare_exchange_strong(&sc_sentinel->generation, &expected, fresh);
+        g = atomic_load(&sc_sentinel->generation);
+    }
+    return g;
+}
 
 static void sc_rng_refill(sc_rng_state *rng) {
     static const unsigned char zero_nonce[crypto_stream_chacha20_ietf_NONCEBYTES];
@@ -82,7 +143,7 @@ static void sc_rng_refill(sc_rng_state *rng) {
 
 void sc_nonce_bytes(void *out16) {
     sc_rng_state *rng = &sc_rng;
-    uint64_t generation = atomic_load_explicit(&sc_fork_generation, memory_order_relaxed);
+    uint64_t generation = sc_process_generation();
     if (rng->generation != generation) {
         randombytes_buf(rng->key, sizeof rng->key);
         rng->generation = generation;
@@ -93,4 +154,36 @@ void sc_nonce_bytes(void *out16) {
     memcpy(out16, rng->buffer + rng->next, 16);
     sodium_memzero(rng->buffer + rng->next, 16);
     rng->next += 16;
+}
+
+int sc_nonce_differs_after_raw_clone(void) {
+#ifdef __linux__
+    unsigned char parent[16], child[16];
+    int pipefd[2];
+    sc_nonce_bytes(parent); /* the parent's stream is seeded before the clone */
+    if (pipe(pipefd) != 0) return -1;
+    /* clone(2) without CLONE_VM and with no handler run: what a fork that skips pthread_atfork makes. */
+    long pid = syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+    if (pid < 0) { close(pipefd[0]); close(pipefd[1]); return -1; }
+    if (pid == 0) {
+        sc_nonce_bytes(child);
+        ssize_t written = write(pipefd[1], child, sizeof child);
+        _exit(written == (ssize_t)sizeof child ? 0 : 1);
+    }
+    close(pipefd[1]);
+    ssize_t got = 0;
+    while (got < (ssize_t)sizeof child) {
+        ssize_t n = read(pipefd[0], child + got, sizeof child - (size_t)got);
+        if (n <= 0) break;
+        got += n;
+    }
+    close(pipefd[0]);
+    int status = 0;
+    waitpid((pid_t)pid, &status, 0);
+    if (got != (ssize_t)sizeof child) return -1;
+    sc_nonce_bytes(parent); /* the parent's next nonce: the one the child would repeat if it continued the stream */
+    return memcmp(parent, child, sizeof child) != 0 ? 1 : 0;
+#else
+    return -1;
+#endif
 }

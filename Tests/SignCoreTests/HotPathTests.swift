@@ -194,5 +194,12 @@ import Glibc
         #expect(received == 16)
         #expect(fromChild != Nonce.random())
     }
+
+    /// The same for a child no pthread_atfork handler ran in (a raw clone(2)): the wiped page
+    /// (or the process id) tells it apart.
+    @Test func rawCloneChildDrawsADifferentStream() {
+        _ = Nonce.random()
+        #expect(sc_nonce_differs_after_raw_clone() == 1)
+    }
 }
 #endif

@@ -140,4 +140,8 @@ void sc_random_bytes(void *out, size_t length);
 /* 16 bytes for a token nonce from this thread's ChaCha20 generator, seeded from the system
    CSPRNG on the thread's first call and again after fork(). Call sc_init first. */
 void sc_nonce_bytes(void *out16);
+/* For the tests: 1 when a child made by a raw clone(2) (no pthread_atfork handler runs) draws a
+   nonce other than the parent's next one, 0 when it continues the parent's stream, -1 when the
+   test cannot run here. */
+int sc_nonce_differs_after_raw_clone(void);
 #endif
