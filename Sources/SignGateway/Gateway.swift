@@ -41,7 +41,7 @@ public final class Gateway: Service {
         let replayGuard: any ReplayGuard
         switch configuration.replay.store {
         case "memory":
-            replayGuard = try InMemoryReplayGuard(capacity: configuration.replay.capacity)
+            replayGuard = try InMemoryReplayGuard(capacity: configuration.replay.capacity, maxShare: configuration.replay.maxShare)
             postgres = nil
             postgresGuard = nil
         case "postgres":
@@ -70,7 +70,7 @@ public final class Gateway: Service {
         names = SignHeaderNames(whash: try Self.fieldName(configuration.headerNames.whash), wtoken: try Self.fieldName(configuration.headerNames.wtoken))
         let fields = configuration.identityHeaders
         identity = .init(keyID: try Self.fieldName(fields.keyID), account: try Self.fieldName(fields.account),
-                         algorithm: try Self.fieldName(fields.algorithm))
+                         algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict))
         signature = try Self.signatureMiddleware(configuration, verifier: verifier, origin: origin, names: names)
     }
 

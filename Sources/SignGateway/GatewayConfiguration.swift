@@ -61,6 +61,9 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var store = "memory"
         /// For `memory`: live nonces held (peak accepted rate × longest lifetime).
         public var capacity = 6_000_000
+        /// For `memory`: the largest fraction of `capacity` one key id may hold, in (0, 1]; 1 when
+        /// one key carries all traffic (a shared HMAC key).
+        public var maxShare = 0.5
         public var postgres: Postgres?
     }
 
@@ -107,6 +110,8 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var keyID = "signcore-key-id"
         public var account = "signcore-account"
         public var algorithm = "signcore-algorithm"
+        /// What signd decided: `off`, `verified`, `verified;body=streamed` or `failed;error=<name>`.
+        public var verdict = "signcore-verdict"
     }
 
     /// Reads and checks a configuration file.
@@ -225,7 +230,8 @@ extension GatewayConfiguration {
         // Identity fields are signd's own: never a field a client sends for its own purposes.
         let reserved: Set<String> = ["authorization", "cookie", "host", "content-type", "content-length", "transfer-encoding", "connection",
                                      headerNames.whash.lowercased(), headerNames.wtoken.lowercased()]
-        for (member, name) in [("keyID", identityHeaders.keyID), ("account", identityHeaders.account), ("algorithm", identityHeaders.algorithm)]
+        for (member, name) in [("keyID", identityHeaders.keyID), ("account", identityHeaders.account), ("algorithm", identityHeaders.algorithm),
+                               ("verdict", identityHeaders.verdict)]
         where reserved.contains(name.lowercased()) {
             throw refuse("identityHeaders.\(member)", "a field of signd's own, not \(name)")
         }
@@ -261,8 +267,9 @@ extension GatewayConfiguration.Keys {
 
 extension GatewayConfiguration.Replay {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["store", "capacity", "postgres"])
-        try c.set(&store, "store"); try c.set(&capacity, "capacity")
+        let c = try decoder.members(["store", "capacity", "maxShare", "postgres"])
+        try c.set(&store, "store"); try c.set(&capacity, "capacity"); try c.set(&maxShare, "maxShare")
+        guard maxShare > 0, maxShare <= 1 else { throw SignCoreError(.invalidConfiguration, "configuration: replay.maxShare is more than 0 and at most 1") }
         postgres = try c.decodeIfPresent(GatewayConfiguration.Postgres.self, forKey: AnyKey(stringValue: "postgres"))
     }
 }
@@ -307,7 +314,7 @@ extension GatewayConfiguration.HeaderNames {
 
 extension GatewayConfiguration.IdentityHeaders {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["keyID", "account", "algorithm"])
-        try c.set(&keyID, "keyID"); try c.set(&account, "account"); try c.set(&algorithm, "algorithm")
+        let c = try decoder.members(["keyID", "account", "algorithm", "verdict"])
+        try c.set(&keyID, "keyID"); try c.set(&account, "account"); try c.set(&algorithm, "algorithm"); try c.set(&verdict, "verdict")
     }
 }

@@ -5,7 +5,8 @@ import SignCore
 import UnixSignals
 
 /// Keeps the verifier's keys those of the key files: checked every `interval` seconds (and at
-/// once on SIGHUP), reloaded when a file's size, modification time or inode changed. A set that
+/// once on SIGHUP), reloaded when a file's content changed (a digest of its bytes: a file
+/// rewritten in place at the same size and time is seen too) or it was replaced. A set that
 /// fails to load is logged and the keys in use stay, so a half-written file never empties the set.
 struct KeyReloader: Service {
     let files: [String]
@@ -24,17 +25,13 @@ struct KeyReloader: Service {
         return set
     }
 
-    /// What identifies a version of the files without reading them.
+    /// What identifies a version of the files: the inode and a SHA-256 of the bytes (streamed
+    /// from the file, never held: key files hold secrets). Files are at most 1 MiB.
     static func fingerprint(_ files: [String]) -> [String] {
         files.map { file in
             var info = stat()
-            guard stat(file, &info) == 0 else { return "missing" }
-            #if canImport(Darwin)
-            let modified = info.st_mtimespec
-            #else
-            let modified = info.st_mtim
-            #endif
-            return "\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec)"
+            guard stat(file, &info) == 0, let content = try? WHash.ofFile(atPath: file) else { return "missing" }
+            return "\(info.st_ino):\(content.whash)"
         }
     }
 

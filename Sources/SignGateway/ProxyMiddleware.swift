@@ -54,14 +54,48 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         let keyID: HTTPField.Name
         let account: HTTPField.Name
         let algorithm: HTTPField.Name
+        let verdict: HTTPField.Name
         /// Every field name only signd sets, these included, as `GatewayFields.spelling` gives it.
         let owned: Set<String>
 
-        init(keyID: HTTPField.Name, account: HTTPField.Name, algorithm: HTTPField.Name) {
+        init(keyID: HTTPField.Name, account: HTTPField.Name, algorithm: HTTPField.Name, verdict: HTTPField.Name) {
             self.keyID = keyID
             self.account = account
             self.algorithm = algorithm
-            owned = GatewayFields.owned.union([keyID, account, algorithm].map(GatewayFields.spelling))
+            self.verdict = verdict
+            owned = GatewayFields.owned.union([keyID, account, algorithm, verdict].map(GatewayFields.spelling))
+        }
+
+        /// The account as the upstream reads it: its UTF-8 bytes with every byte other than a
+        /// letter, a digit or `-._~@:` as `%XX` (RFC 3986), so accounts that differ arrive
+        /// different (a field value would lose leading spaces, controls and invalid text).
+        static func encode(account: String) -> String {
+            var out = ""
+            out.reserveCapacity(account.utf8.count)
+            for byte in account.utf8 {
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                     UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "@"), UInt8(ascii: ":"):
+                    out.unicodeScalars.append(Unicode.Scalar(byte))
+                default:
+                    let hex = Array("0123456789ABCDEF".unicodeScalars)
+                    out.unicodeScalars.append("%")
+                    out.unicodeScalars.append(hex[Int(byte >> 4)])
+                    out.unicodeScalars.append(hex[Int(byte & 0xF)])
+                }
+            }
+            return out
+        }
+
+        /// The verdict as an RFC 8941 item: `off` (the route checks nothing), `verified`,
+        /// `verified;body=streamed` (the body still streams: act on nothing before its end), or
+        /// on a `monitor` route `failed;error=<name>` (the request goes on unproven).
+        static func encode(verdict: SignatureVerdict) -> String {
+            switch verdict {
+            case .unchecked: "off"
+            case .verified(let streamed): streamed ? "verified;body=streamed" : "verified"
+            case .failed(let code): "failed;error=\(code.name)"
+            }
         }
     }
 
@@ -75,18 +109,15 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        // Fields the Connection field names are hop-by-hop too; a field the signature covers
-        // never is (removing it after verification would forward a request it did not sign).
+        // Fields the Connection field names are hop-by-hop too (one the signature covers was refused
+        // by SignatureMiddleware before verification).
         let listed = request.headers[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
             HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
         }
         if let signature = context.signature {
-            let covered = Set(signature.coveredHeaders)
-            if listed.contains(where: { covered.contains($0.canonicalName) }) {
-                return Response(Refusal(SignCoreError(.invalidHeader, "the Connection field names a field the signature covers")))
-            }
             // `x_tenant` beside a covered `x-tenant`: a CGI or WSGI upstream merges the two into one
             // variable, which the signature would then not cover.
+            let covered = Set(signature.coveredHeaders)
             let coveredSpellings = Set(covered.map { $0.replacingOccurrences(of: "_", with: "-") })
             if request.headers.contains(where: { !covered.contains($0.name.canonicalName) && coveredSpellings.contains(GatewayFields.spelling($0.name)) }) {
                 return Response(Refusal(SignCoreError(.invalidHeader, "a field is spelt like a covered field but is not covered")))
@@ -101,8 +132,9 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         if let signature = context.signature {
             fields[identity.keyID] = signature.keyID
             fields[identity.algorithm] = signature.algorithm.rawValue
-            if !signature.account.isEmpty { fields[identity.account] = signature.account }
+            if !signature.account.isEmpty { fields[identity.account] = IdentityFields.encode(account: signature.account) }
         }
+        fields[identity.verdict] = IdentityFields.encode(verdict: context.signatureVerdict)
         if let authority = origin.authority ?? request.head.authority { fields[Self.forwardedHost] = authority }
         fields[Self.forwardedProto] = origin.scheme
 

@@ -47,27 +47,49 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         var context = context
         let started = ContinuousClock.now
         do {
+            try checkConnectionField(of: request)
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
-            let bodyWHash = try await prepareBody(of: &request, context: context, requirement: requirement, route: route,
-                                                  verified: tokenVerified)
+            let (bodyWHash, streamed) = try await prepareBody(of: &request, context: context, requirement: requirement, route: route,
+                                                              verified: tokenVerified)
             let received = try ReceivedRequest(request.head, body: .whash(bodyWHash), origin: origin, names: names)
             let verified = try await verifier.verify(received)
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             context.signature = verified
+            context.signatureVerdict = .verified(bodyStreamed: streamed)
             tokenVerified?.set()
         } catch {
             audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
+            context.signatureVerdict = .failed(error.code)
             // A body over the limit is refused even under monitor: part of it is read and gone.
             if requirement == .require || error.code == .bodyTooLarge { return Self.response(for: error) }
         }
         return try await next(request, context)
     }
 
+    /// RFC 9110 §7.6.1: a proxy removes the fields `Connection` names. A field the signature
+    /// covers (or the verifier requires, or the whash and wtoken) never may be: the request
+    /// forwarded would not be the one signed. Refused before the token is verified, so its nonce
+    /// is not spent on a request that cannot go on.
+    private func checkConnectionField(of request: Request) throws(SignCoreError) {
+        let connection = request.headers[values: .connection]
+        guard !connection.isEmpty else { return }
+        let listed = Set(connection.flatMap { $0.split(separator: ",") }.map { option in
+            String(option.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()).lowercased()
+        })
+        let required = verifier.requiredHeaders
+        var protected = Set([names.whash.canonicalName, names.wtoken.canonicalName] + required.urlMethods + required.bodyMethods)
+        if let token = request.headers[names.wtoken], let parsed = try? WToken(parsing: token) { protected.formUnion(parsed.coveredHeaders) }
+        if !listed.isDisjoint(with: protected) {
+            throw SignCoreError(.invalidHeader, "the Connection field names a field the signature covers or requires")
+        }
+    }
+
     /// Makes the request's body readable again after verification, and returns the whash the
     /// verifier checks: of the collected body (hashed in place, not copied) or, for a streamed
-    /// body-class request, the one its whash header claims, which the wrapped body then checks.
+    /// body-class request, the one its whash header claims, which the wrapped body then checks
+    /// (`streamed` true: the body is still to arrive).
     private func prepareBody(of request: inout Request, context: Context, requirement: SignatureRequirement,
-                             route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> SHA256Digest {
+                             route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> (whash: SHA256Digest, streamed: Bool) {
         let method = try RequestMethod(token: request.method.rawValue)
         // What the request announces decides before a byte of its body is read (SPEC §5 step 2):
         // a GET, HEAD, OPTIONS or DELETE with a body, or a body larger than the limit, is refused
@@ -97,7 +119,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
                 audit.refused(error, requirement: requirement, route: route, logger: logger, elapsed: nil)
             }
             request.body = RequestBody(asyncSequence: checked)
-            return claimed
+            return (claimed, true)
         case .streamed(let limit), .buffered(let limit):
             let collected: ByteBuffer
             do {
@@ -108,7 +130,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
                 throw SignCoreError(.invalidInput, "the request body did not arrive whole")
             }
             request.body = RequestBody(buffer: collected)
-            return collected.withUnsafeReadableBytes { WHash.ofBody($0) }
+            return (collected.withUnsafeReadableBytes { WHash.ofBody($0) }, false)
         }
     }
 

@@ -45,13 +45,17 @@ struct SignD: AsyncParsableCommand {
         let gateway: Gateway
         do {
             gateway = try Gateway(configuration: settings, logger: logger) { port in
-                logger.notice("listening", metadata: ["signd.port": "\(port)", "signd.upstream": "\(settings.upstream)"])
+                // The origin tokens are verified for: a client signing for another scheme, host or port
+                // is refused whashMismatch (a first try over http:// against the https default).
+                let origin = "\(settings.origin.scheme)://\(settings.origin.authority ?? "<the request's Host>")"
+                logger.notice("listening", metadata: ["signd.port": "\(port)", "signd.upstream": "\(settings.upstream)",
+                                                      "signd.origin": "\(origin)"])
             }
         } catch {
             throw Self.refuse(error)
         }
         if check {
-            print("signd: configuration OK, \(gateway.verifier.keys.count) keys")
+            print("signd: configuration OK, \(gateway.verifier.keys.count) keys, verifying for \(settings.origin.scheme)://\(settings.origin.authority ?? "<the request's Host>")")
             return
         }
         if createSchema {

@@ -164,6 +164,24 @@ import Testing
         #expect(upstream.all.count == 2, "only the two accepted requests reached the upstream")
     }
 
+    /// A key file rewritten in place (same inode, same size, its modification time put back) is
+    /// still seen as changed: the fingerprint is of the content.
+    @Test func keyFileRewrittenInPlaceIsSeen() throws {
+        let folder = try TemporaryFolder()
+        let file = try folder.writeKeys([Self.key])
+        let before = KeyReloader.fingerprint([file])
+        let modified = try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date
+        let other = try SigningKey.hmac(secret: Array(repeating: 43, count: 32), id: "gw-key")  // same id and length: same size
+        let text = Data(try JWK.serialize([other], includePrivate: true).utf8)
+        let handle = try #require(FileHandle(forWritingAtPath: file))
+        try handle.write(contentsOf: text)  // in place: no truncation, no new inode
+        try handle.close()
+        if let modified { try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: file) }
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int == text.count)
+        #expect(KeyReloader.fingerprint([file]) != before)
+        #expect(KeyReloader.fingerprint([file]) == KeyReloader.fingerprint([file]))
+    }
+
     @Test func configurationErrorsAreClear() throws {
         let cases = [
             (#"{"upstream": "http://127.0.0.1:1"}"#, "keys is missing"),
@@ -190,7 +208,7 @@ import Testing
             ("identityHeaders", ["account": "Authorization"], "identityHeaders.account is a field of signd's own"),
             ("identityHeaders", ["keyID": "wtoken"], "identityHeaders.keyID"), ("origin", ["authority": "api.example.com/x"], "origin.authority"),
             ("keys", ["files": [keys], "reloadInterval": 0], "keys.reloadInterval"), ("replay", ["capacity": 0], "replay.capacity"),
-            ("body", ["limit": -1], "body.limit"),
+            ("body", ["limit": -1], "body.limit"), ("replay", ["maxShare": 0], "replay.maxShare"), ("replay", ["maxShare": 1.5], "replay.maxShare"),
         ]
         for (member, value, expected) in bad {
             do {
@@ -414,6 +432,7 @@ extension Array where Element: Sendable {
         "X-Rewrite-URL: /admin", "X-HTTP-Method-Override: DELETE", "X-HTTP-Method: DELETE", "X-Method-Override: DELETE",
         "x_http_method_override: DELETE", "True-Client-IP: 10.0.0.1", "X-Client-IP: 10.0.0.1", "X-Original-Host: evil",
         "Proxy: http://10.0.0.1:3128", "X-Forwarded-Scheme: https", "CF-Connecting-IP: 10.0.0.1", "X-Envoy-Original-Path: /admin",
+        "signcore-verdict: forged", "Signcore_Verdict: forged",
     ]
 
     @Test func onlySigndSetsIdentityAndForwardingFields() async throws {
@@ -435,16 +454,40 @@ extension Array where Element: Sendable {
         // The oracle is the spoofed names themselves, not the gateway's list.
         let spoofedNames = Set(Self.spoofed.map { $0.prefix { $0 != ":" }.lowercased().replacingOccurrences(of: "_", with: "-") })
         for record in seen {
+            #expect(!record.fields.contains {
+                $0.contains("10.0.0.1") || $0.contains("evil") || $0.contains("root") || $0.contains("DELETE") || $0.contains("forged")
+            })
+        }
+        // What remains is signd's own: the verified identity, the verdict and the forwarding fields.
+        let verdicts = ["off", "off", "failed;error=missingHeader", "verified", "verified"]
+        for (record, verdict) in zip(seen, verdicts) {
             let owned = record.fields.filter { field in
                 let name = field.prefix { $0 != ":" }.replacingOccurrences(of: "_", with: "-")
                 return name.hasPrefix("signcore-") || name.hasPrefix("x-forwarded-") || spoofedNames.contains(name)
             }
-            #expect(!record.fields.contains { $0.contains("10.0.0.1") || $0.contains("evil") || $0.contains("root") || $0.contains("DELETE") })
-            // What remains is signd's own: the verified identity and its forwarding fields.
             let expected = (record.keyID == nil ? [] : ["signcore-key-id: gw-key", "signcore-algorithm: HS256", "signcore-account: alice"])
-                + ["x-forwarded-host: \(record.forwardedHost ?? "?")", "x-forwarded-proto: http"]
+                + ["x-forwarded-host: \(record.forwardedHost ?? "?")", "x-forwarded-proto: http", "signcore-verdict: \(verdict)"]
             #expect(owned.sorted() == expected.sorted(), "\(record.path): \(owned)")
         }
+    }
+
+    /// Accounts that differ reach the upstream different: percent-encoded UTF-8, not raw bytes a
+    /// field value would trim or replace.
+    @Test func accountsArriveDistinct() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        let accounts = [("alice", "alice"), (" alice", "%20alice"), ("alice ", "alice%20"), ("a\tb", "a%09b"), ("a b", "a%20b"),
+                        ("Ö/%", "%C3%96%2F%25"), ("a,b", "a%2Cb"), ("a@b.c:1", "a@b.c:1"), ("a%20b", "a%2520b")]
+        try await upstream.run { upstreamPort in
+            try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys)) { port in
+                for (account, _) in accounts {
+                    let headers = try Signer(key: GatewayTests.key, account: account).sign(method: .get, url: "http://127.0.0.1:\(port)/v1/a")
+                    #expect(try await Self.raw(port, ["GET /v1/a HTTP/1.1", "whash: \(headers.whash)", "wtoken: \(headers.wtoken)"]) == 200)
+                }
+            }
+        }
+        #expect(upstream.all.map { $0.account ?? "" } == accounts.map(\.1))
     }
 
     /// `Connection` makes the fields it names hop-by-hop: never one the signature covers.
@@ -455,13 +498,19 @@ extension Array where Element: Sendable {
         try await upstream.run { upstreamPort in
             try await withGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys)) { port in
                 let url = "http://127.0.0.1:\(port)/v1/x"
-                for connection in ["x-tenant", "X-Tenant", "keep-alive, x-tenant", "x-other,x-tenant"] {
+                let variants = ["x-tenant", "X-Tenant", "keep-alive, x-tenant", "x-other,x-tenant", "close,\tX-TENANT ", " x-tenant\t",
+                                "wtoken", "WHASH", "keep-alive, wtoken"]
+                for connection in variants {
                     let headers = try Signer(key: GatewayTests.key, coveredHeaders: ["x-tenant"])
                         .sign(method: .get, url: url, headers: [HeaderField("X-Tenant", "acme")])
                     let lines = ["GET /v1/x HTTP/1.1", "X-Tenant: acme", "Connection: \(connection)", "whash: \(headers.whash)", "wtoken: \(headers.wtoken)"]
                     let request = (lines + ["Host: 127.0.0.1:\(port)", "", ""]).joined(separator: "\r\n")
                     #expect(statusCode(of: try await rawHTTP(port: port, request, timeout: .seconds(1))) == 400, "\(connection)")
+                    // Refused before verification: the token's nonce is not spent, it still works as signed.
+                    #expect(try await Self.raw(port, ["GET /v1/x HTTP/1.1", "X-Tenant: acme", "whash: \(headers.whash)", "wtoken: \(headers.wtoken)"]) == 200)
                 }
+                #expect(upstream.all.count == variants.count && upstream.all.allSatisfy { $0.fields.contains("x-tenant: acme") })
+                upstream.clear()
                 // A second spelling of the covered field, which a CGI or WSGI upstream would merge with it.
                 for alias in ["x_tenant: evil", "X_TENANT: evil", "x_Tenant: evil"] {
                     let headers = try Signer(key: GatewayTests.key, coveredHeaders: ["x-tenant"])

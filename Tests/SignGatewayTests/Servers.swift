@@ -56,6 +56,7 @@ final class Upstream: Sendable {
     let flakyLeft = Locked(0)
 
     var all: [Record] { records.withLock { $0 } }
+    func clear() { records.withLock { $0.removeAll() } }
 
     func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
         let router = Router()

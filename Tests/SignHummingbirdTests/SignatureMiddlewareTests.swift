@@ -26,8 +26,10 @@ import Testing
     /// What handlers saw: identities and body byte counts.
     final class Seen: Sendable {
         let state = Locked<[String]>([])
+        let verdictState = Locked<[SignatureVerdict]>([])
         func add(_ line: String) { state.withLock { $0.append(line) } }
         var lines: [String] { state.withLock { $0 } }
+        var verdicts: [SignatureVerdict] { verdictState.withLock { $0 } }
     }
 
     static func server(policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(), replayGuard: (any ReplayGuard)? = nil,
@@ -40,6 +42,7 @@ import Testing
         let router = Router(context: BasicSignatureRequestContext.self)
         router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy, body: body, metricsFactory: metrics))
         let handler: @Sendable (Request, BasicSignatureRequestContext) async throws -> Response = { request, context in
+            seen.verdictState.withLock { $0.append(context.signatureVerdict) }
             var bytes = 0
             do {
                 for try await chunk in request.body { bytes += chunk.readableBytes }
@@ -135,6 +138,11 @@ import Testing
                 #expect(problem["code"] as? Int == code.rawValue && problem["name"] as? String == code.name, "\(name): \(problem)")
                 #expect(response.headers[Refusal.errorField]?.hasPrefix(code.name + ";code=\(code.rawValue)") == true, "\(name)")
                 #expect(response.headers[.contentType] == "application/problem+json", "\(name)")
+                if code == .whashMismatch {
+                    // A GET's whash is its URL's: the detail points at the scheme, host and port signed for.
+                    let hint = (problem["detail"] as? String)?.contains("check the scheme, host and port") == true
+                    #expect(hint == (method == .get), "\(name): \(problem)")
+                }
                 // Nothing of the request comes back: no token, no path, no body.
                 let text = String(buffer: response.body)
                 #expect(!text.contains("/v1") && !text.contains("v3.") && !text.contains("item"), "\(name)")
@@ -168,6 +176,7 @@ import Testing
             let dotted = try await client.execute(uri: "/public/../v1/orders", method: .get)
             #expect(dotted.status == .unauthorized)
         }
+        #expect(server.seen.verdicts == [.failed(.missingHeader), .verified(bodyStreamed: false), .unchecked])
         let monitored = server.logs.entries.filter { $0.metadata["signcore.verdict"] == "monitored" }
         #expect(monitored.count == 1 && monitored.first?.metadata["signcore.code"] == "missingHeader"
                 && monitored.first?.metadata["signcore.route"] == "GET /v1/**")
@@ -195,6 +204,7 @@ import Testing
         }
         let lines = server.seen.lines
         #expect(lines.first == "mw-test acct-1 3000000")
+        #expect(server.seen.verdicts == [.verified(bodyStreamed: true), .verified(bodyStreamed: true)], "the handler is told the body still streams")
         let failed = lines.first { $0.hasPrefix("body failed after ") }
         let delivered = failed.flatMap { Int($0.dropFirst("body failed after ".count)) }
         #expect(delivered.map { $0 < body.count } == true, "the handler never held the whole tampered body: \(lines)")

@@ -239,7 +239,11 @@ public struct Verifier: Sendable {
                 guard SHA256Digest(base64url: sent) != nil else {
                     throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
                 }
-                throw SignCoreError(.whashMismatch, "the whash header does not match the request content")
+                // A URL-class whash is the URL's: a mismatch is most often a client that signed for
+                // another scheme, host or port than this server verifies for (http vs https, a proxy).
+                throw SignCoreError(.whashMismatch, method.contentClass == .url
+                    ? "the whash header does not match the URL received: check the scheme, host and port the client signed for"
+                    : "the whash header does not match the request content")
             }
         } else if requireWhashHeader {
             throw SignCoreError(.missingHeader, "the request has no whash header")
