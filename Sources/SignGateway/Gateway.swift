@@ -81,6 +81,8 @@ public final class Gateway: Service {
         clientSettings.redirectConfiguration = .disallow
         clientSettings.decompression = .disabled
         clientSettings.httpVersion = .http1Only
+        // A failed connection is retried (flaky establishment is common), for this long at most.
+        clientSettings.timeout.connect = .seconds(configuration.upstreamConnectTimeout)
         clientSettings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.upstreamConnections))
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
 

@@ -25,6 +25,8 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var healthPath = "/.well-known/signcore/health"
     /// Seconds an upstream may take to start its response.
     public var upstreamTimeout: Int64 = 300
+    /// Seconds signd keeps trying to open a connection to the upstream before answering 502.
+    public var upstreamConnectTimeout: Int64 = 5
     public var upstreamConnections = 64
     /// trace, debug, info, notice, warning, error or critical.
     public var logLevel = "info"
@@ -198,14 +200,15 @@ extension KeyedDecodingContainer<AnyKey> {
 extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
-                                     "headerNames", "identityHeaders", "healthPath", "upstreamTimeout", "upstreamConnections", "logLevel",
+                                     "headerNames", "identityHeaders", "healthPath", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
                                      "limits"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
         try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
         try c.set(&maxLifetime, "maxLifetime"); try c.set(&policy, "policy"); try c.set(&body, "body")
         try c.set(&headerNames, "headerNames"); try c.set(&identityHeaders, "identityHeaders"); try c.set(&healthPath, "healthPath")
-        try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
+        try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnectTimeout, "upstreamConnectTimeout")
+        try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
         try c.set(&limits, "limits")
         try checkValues()
     }
@@ -220,6 +223,7 @@ extension GatewayConfiguration {
         guard levels.contains(logLevel) else { throw refuse("logLevel", levels.joined(separator: ", ")) }
         guard upstreamConnections >= 1 else { throw refuse("upstreamConnections", "at least 1") }
         guard upstreamTimeout >= 1 else { throw refuse("upstreamTimeout", "at least 1 second") }
+        guard upstreamConnectTimeout >= 1 else { throw refuse("upstreamConnectTimeout", "at least 1 second") }
         guard skew >= 0 else { throw refuse("skew", "0 seconds or more") }
         guard maxLifetime >= 1 else { throw refuse("maxLifetime", "at least 1 second") }
         guard keys.reloadInterval >= 1 else { throw refuse("keys.reloadInterval", "at least 1 second") }

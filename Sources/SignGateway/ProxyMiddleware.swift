@@ -179,10 +179,12 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             return Response(Refusal(error))
         } catch {
             await upload?.finish()
-            // The request's body failed to arrive, or the upstream failed: nothing of either in the log.
-            context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error)))])
-            return Response(status: .badGateway, headers: [.contentType: "application/problem+json", .cacheControl: "no-store"],
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":502,"title":"Bad Gateway","type":"about:blank"}"#)))
+            // The upstream failed or did not answer in time: nothing of the request in the log.
+            let timedOut = (error as? HTTPClientError).map { [.deadlineExceeded, .readTimeout].contains($0) } ?? false
+            context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error))),
+                                                                         "signd.timeout": .stringConvertible(timedOut)])
+            return Response(Refusal(timedOut ? SignCoreError(.upstreamTimeout, "the upstream did not answer in time")
+                                             : SignCoreError(.upstreamFailed, "the upstream failed or could not be reached")))
         }
     }
 }

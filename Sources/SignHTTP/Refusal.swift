@@ -37,7 +37,8 @@ public struct Refusal: Sendable, Equatable {
 
     /// 401 when the signature does not prove this request (or cannot be checked against a
     /// known key), 400 for a request no signature could make acceptable, 413 and 431 for sizes,
-    /// 503 when the verifier could not decide (retry later), 500 for the server's own faults.
+    /// 503 when the verifier could not decide (retry later), 500 for the server's own faults,
+    /// 502 and 504 when a gateway's upstream failed or did not answer in time.
     public static func status(for code: SignCoreError.Code) -> HTTPResponse.Status {
         switch code {
         case .malformedToken, .unsupportedVersion, .missingHeader, .unknownKey, .algorithmMismatch, .badSignature,
@@ -53,6 +54,10 @@ public struct Refusal: Sendable, Equatable {
             .serviceUnavailable
         case .cryptoFailure, .invalidKey, .invalidConfiguration:
             .internalServerError
+        case .upstreamFailed:
+            .badGateway
+        case .upstreamTimeout:
+            .gatewayTimeout
         }
     }
 

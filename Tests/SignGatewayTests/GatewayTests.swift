@@ -164,6 +164,31 @@ import Testing
         #expect(upstream.all.count == 2, "only the two accepted requests reached the upstream")
     }
 
+    /// An upstream that is down or too slow: a SignCore refusal the client can act on (502
+    /// upstreamFailed, 504 upstreamTimeout), never a bare status.
+    @Test func upstreamFailuresAreRefusals() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        defer { _ = http.shutdown() }
+        let closed = try freePort()  // nothing listens there
+        try await withGateway(Self.configuration(upstream: closed, keys: keys, ["upstreamConnectTimeout": 1])) { port in
+            let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), signer: Signer(key: Self.key),
+                                                  timeout: .seconds(10))
+            #expect(response.status == .badGateway)
+            #expect(response.headers.first(name: "signcore-error") == "upstreamFailed;code=70;advice=retryLater")
+        }
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.configuration(upstream: upstreamPort, keys: keys, ["upstreamTimeout": 1])) { port in
+                let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow"), signer: Signer(key: Self.key),
+                                                      timeout: .seconds(10))
+                #expect(response.status == .gatewayTimeout)
+                #expect(response.headers.first(name: "signcore-error") == "upstreamTimeout;code=71;advice=retryLater")
+            }
+        }
+    }
+
     /// A key file rewritten in place (same inode, same size, its modification time put back) is
     /// still seen as changed: the fingerprint is of the content.
     @Test func keyFileRewrittenInPlaceIsSeen() throws {
@@ -203,7 +228,7 @@ import Testing
             ("origin", ["scheme": "ftp"], "http or https"), ("listen", "8080", "host:port"),
             ("upstream", "http://127.0.0.1:1/api", "without a path"), ("headerNames", ["whash": "bad name"], "not a header field name"),
             ("logLevel", "inf", "logLevel is trace"), ("upstreamConnections", 0, "upstreamConnections is at least 1"),
-            ("upstreamTimeout", -1, "upstreamTimeout is at least 1"), ("skew", -5, "skew is 0"), ("maxLifetime", 0, "maxLifetime"),
+            ("upstreamTimeout", -1, "upstreamTimeout is at least 1"), ("upstreamConnectTimeout", 0, "upstreamConnectTimeout is at least 1"), ("skew", -5, "skew is 0"), ("maxLifetime", 0, "maxLifetime"),
             ("healthPath", "health", "healthPath is an absolute path"), ("healthPath", "/h#x", "healthPath"),
             ("identityHeaders", ["account": "Authorization"], "identityHeaders.account is a field of signd's own"),
             ("identityHeaders", ["keyID": "wtoken"], "identityHeaders.keyID"), ("origin", ["authority": "api.example.com/x"], "origin.authority"),

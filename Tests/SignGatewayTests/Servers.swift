@@ -80,6 +80,9 @@ final class Upstream: Sendable {
                 upstream.records.withLock { $0.append(Record(path: request.uri.path, bodyBytes: -1, complete: false)) }
                 return Response(status: .notFound, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "no")))
             }
+            if request.uri.path == "/slow" {
+                try await Task.sleep(for: .seconds(3))
+            }
             if request.uri.path == "/flaky", upstream.flakyLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) {
                 return Response(status: .serviceUnavailable, headers: [.retryAfter: "0"])
             }

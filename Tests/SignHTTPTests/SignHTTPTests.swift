@@ -163,7 +163,7 @@ import Testing
         #expect((fields[.wwwAuthenticate] != nil) == (status == .unauthorized))
         let expected: Int = switch code.advice {
         case .reSign, .refreshKeys, .resyncClock, .updateClient: 401
-        case .retryLater: code == .cryptoFailure ? 500 : 503
+        case .retryLater: [.cryptoFailure: 500, .upstreamFailed: 502, .upstreamTimeout: 504][code] ?? 503
         case .fixRequest: code == .bodyTooLarge ? 413 : 400
         case .fixConfiguration: code == .lifetimeTooLong ? 401 : 500
         }

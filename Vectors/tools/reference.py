@@ -1289,12 +1289,13 @@ CODES = {  # name: (code, advice)
     "targetMismatch": (31, "reSign"), "headerNotCovered": (32, "reSign"), "unsupportedMethod": (40, "fixRequest"),
     "invalidURL": (41, "fixRequest"), "invalidInput": (42, "fixRequest"), "bodyTooLarge": (43, "fixRequest"),
     "unexpectedBody": (44, "fixRequest"), "invalidHeader": (45, "fixRequest"), "cryptoFailure": (50, "retryLater"),
-    "invalidConfiguration": (60, "fixConfiguration"),
+    "invalidConfiguration": (60, "fixConfiguration"), "upstreamFailed": (70, "retryLater"), "upstreamTimeout": (71, "retryLater"),
 }
 STATUS_OF = {1: 401, 2: 401, 3: 401, 10: 401, 11: 401, 12: 401, 20: 401, 21: 401, 22: 401, 23: 401, 30: 401, 31: 401, 32: 401,
-             40: 400, 41: 400, 42: 400, 44: 400, 45: 400, 43: 413, 4: 431, 24: 503, 25: 503, 13: 500, 50: 500, 60: 500}
+             40: 400, 41: 400, 42: 400, 44: 400, 45: 400, 43: 413, 4: 431, 24: 503, 25: 503, 13: 500, 50: 500, 60: 500,
+             70: 502, 71: 504}
 REASON = {400: "Bad Request", 401: "Unauthorized", 413: "Content Too Large", 431: "Request Header Fields Too Large",
-          500: "Internal Server Error", 503: "Service Unavailable"}
+          500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
 def refusal(name, detail, key_id=None, retry_after=None):

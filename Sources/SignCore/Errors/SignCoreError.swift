@@ -55,6 +55,10 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         case cryptoFailure = 50
         // Configuration
         case invalidConfiguration = 60
+        // The service behind a gateway (SPEC §7.1: 502 and 504). The request was verified and
+        // may have reached it: a client repeats only what is safe to repeat, signed afresh.
+        case upstreamFailed = 70
+        case upstreamTimeout = 71
 
         /// The stable wire name (lowerCamelCase), as used in vectors and logs.
         public var name: String {
@@ -84,6 +88,8 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
             case .invalidHeader: "invalidHeader"
             case .cryptoFailure: "cryptoFailure"
             case .invalidConfiguration: "invalidConfiguration"
+            case .upstreamFailed: "upstreamFailed"
+            case .upstreamTimeout: "upstreamTimeout"
             }
         }
 
@@ -105,7 +111,7 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
                 .refreshKeys
             case .expired, .notYetValid:
                 .resyncClock
-            case .overloaded, .unavailable, .cryptoFailure:
+            case .overloaded, .unavailable, .cryptoFailure, .upstreamFailed, .upstreamTimeout:
                 .retryLater
             case .lifetimeTooLong, .invalidKey, .invalidConfiguration:
                 .fixConfiguration
