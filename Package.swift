@@ -102,7 +102,8 @@ let servers: [Target] = [
                                                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                                                 .product(name: "PostgresNIO", package: "postgres-nio"),
                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                                                .product(name: "UnixSignals", package: "swift-service-lifecycle")]),
+                                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                                                .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "NIOPosix", package: "swift-nio")]),
     .executableTarget(name: "signd", dependencies: ["SignGateway", "SignCore", logging, .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
     // Tests by module, each naming only what it uses; the PostgreSQL server they start is shared.
@@ -132,6 +133,7 @@ let servers: [Target] = [
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "InMemoryLogging", package: "swift-log"),
     ]),
 ]
 
@@ -164,6 +166,7 @@ if !coreOnly {
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ]
 }
 

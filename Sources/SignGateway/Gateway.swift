@@ -22,29 +22,38 @@ public final class Gateway: Service {
     let logger: Logger
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
-    let signature: SignatureMiddleware<BasicSignatureRequestContext>
+    let signature: SignatureMiddleware<GatewayRequestContext>
     let origin: ServerOrigin
     let names: SignHeaderNames
-    let identity: ProxyMiddleware<BasicSignatureRequestContext>.IdentityFields
+    let identity: ProxyMiddleware.IdentityFields
+    let trustedProxies: [IPNetwork]
+    let metrics = GatewayMetrics()
+    let monitor: StatusMonitor
     let onListening: @Sendable (Int) async -> Void
+    let onMetricsListening: @Sendable (Int) async -> Void
 
     /// Checks the configuration and loads the keys; nothing listens until `run`.
-    /// - Parameter onListening: called with the port once signd listens (a `listen` port of 0
-    ///   picks a free one).
-    public init(configuration: GatewayConfiguration, logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws(SignCoreError) {
+    /// - Parameters:
+    ///   - onListening: called with the port once signd listens (a `listen` port of 0 picks a
+    ///     free one).
+    ///   - onMetricsListening: the same for the metrics listener.
+    public init(configuration: GatewayConfiguration, logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in },
+                onMetricsListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws(SignCoreError) {
         self.configuration = configuration
         self.logger = logger
         self.onListening = onListening
-        _ = try Self.address(configuration.listen)
+        self.onMetricsListening = onMetricsListening
+        _ = try Self.address(configuration.listen, member: "listen")
+        if let metrics = configuration.metrics { _ = try Self.address(metrics.listen, member: "metrics.listen") }
         try Self.checkUpstream(configuration.upstream)
         let keys = try KeyReloader.load(configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys)
         let replayGuard: any ReplayGuard
         switch configuration.replay.store {
-        case "memory":
+        case .memory:
             replayGuard = try InMemoryReplayGuard(capacity: configuration.replay.capacity, maxShare: configuration.replay.maxShare)
             postgres = nil
             postgresGuard = nil
-        case "postgres":
+        case .postgres:
             guard let settings = configuration.replay.postgres else {
                 throw SignCoreError(.invalidConfiguration, "configuration: replay.postgres is needed for the postgres store")
             }
@@ -62,8 +71,6 @@ public final class Gateway: Service {
             replayGuard = store
             postgres = client
             postgresGuard = store
-        default:
-            throw SignCoreError(.invalidConfiguration, "configuration: replay.store is memory or postgres")
         }
         verifier = try Verifier(keys: keys, replayGuard: replayGuard, skew: configuration.skew, maxLifetime: configuration.maxLifetime)
         origin = try Self.origin(configuration)
@@ -71,28 +78,34 @@ public final class Gateway: Service {
         let fields = configuration.identityHeaders
         identity = .init(keyID: try Self.fieldName(fields.keyID), account: try Self.fieldName(fields.account),
                          algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict))
-        signature = try Self.signatureMiddleware(configuration, verifier: verifier, origin: origin, names: names)
+        trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
+        monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: configuration.upstream, interval: .seconds(2), metrics: metrics)
+        signature = try Self.signatureMiddleware(configuration, verifier: verifier, origin: origin, names: names, metrics: metrics)
     }
 
+    /// Serves until a graceful shutdown: one Hummingbird application running signd's services
+    /// (the PostgreSQL client, the key reloader, the status monitor, the metrics listener).
     public func run() async throws {
         let configuration = self.configuration
-        let (host, port) = try Self.address(configuration.listen)
+        let (host, port) = try Self.address(configuration.listen, member: "listen")
         var clientSettings = HTTPClient.Configuration()
         clientSettings.redirectConfiguration = .disallow
         clientSettings.decompression = .disabled
         clientSettings.httpVersion = .http1Only
         // A failed connection is retried (flaky establishment is common), for this long at most.
         clientSettings.timeout.connect = .seconds(configuration.upstreamConnectTimeout)
-        clientSettings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.upstreamConnections))
+        clientSettings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.upstreamConnections)
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
 
-        let router = Router(context: BasicSignatureRequestContext.self)
+        let router = Router(context: GatewayRequestContext.self)
+        router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies))
+        router.add(middleware: AccessLogMiddleware(policy: signature.policy, metrics: metrics, enabled: configuration.accessLog))
         router.add(middleware: RequestTargetMiddleware(bodyLimit: configuration.body.limit))
-        router.add(middleware: HealthMiddleware(path: configuration.healthPath, verifier: verifier))
+        router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
                                                identity: identity, timeout: .seconds(configuration.upstreamTimeout),
-                                               bodyLimit: configuration.body.limit))
+                                               bodyLimit: configuration.body.limit, metrics: metrics))
         let limits = configuration.limits
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
         // request part, so slow headers are closed as silent connections are.
@@ -107,19 +120,33 @@ public final class Gateway: Service {
         if let postgresGuard {
             app.beforeServerStarts { [logger] in try await Self.createSchema(postgresGuard, logger: logger) }
         }
-        var services: [any Service] = []
-        if let postgres { services.append(postgres) }
-        services.append(KeyReloader(files: configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys,
-                                    interval: .seconds(max(1, configuration.keys.reloadInterval)), verifier: verifier, logger: logger))
-        services.append(app)
-        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        if let postgres { app.addServices(postgres) }
+        app.addServices(KeyReloader(files: configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys,
+                                    interval: .seconds(configuration.keys.reloadInterval), verifier: verifier, logger: logger,
+                                    reported: { [monitor] in monitor.keysReloaded(ok: $0) }),
+                        monitor)
+        if let settings = configuration.metrics { app.addServices(try metricsApplication(settings)) }
         do {
-            try await group.run()
+            try await app.run()
         } catch {
             try? await httpClient.shutdown()
             throw error
         }
         try await httpClient.shutdown()
+    }
+
+    /// The Prometheus text exposition of `metrics.path` on a listener of its own.
+    func metricsApplication(_ settings: GatewayConfiguration.Metrics) throws(SignCoreError) -> some Service {
+        let (host, port) = try Self.address(settings.listen, member: "metrics.listen")
+        let router = Router()
+        let registry = metrics.registry
+        router.get(RouterPath(stringLiteral: settings.path)) { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: nil),
+                           onServerRunning: { [onMetricsListening] channel in await onMetricsListening(channel.localAddress?.port ?? 0) },
+                           logger: logger)
     }
 
     /// Creates the PostgreSQL replay store's table and index, then returns: `signd --create-schema`,
@@ -139,17 +166,15 @@ public final class Gateway: Service {
     // MARK: - From the configuration
 
     static func signatureMiddleware(_ configuration: GatewayConfiguration, verifier: Verifier, origin: ServerOrigin,
-                                    names: SignHeaderNames) throws(SignCoreError) -> SignatureMiddleware<BasicSignatureRequestContext> {
-        let body: BodyHandling
-        switch configuration.body.mode {
-        case "buffered": body = .buffered(limit: configuration.body.limit)
-        case "streamed": body = .streamed(limit: configuration.body.limit)
-        default: throw SignCoreError(.invalidConfiguration, "configuration: body.mode is buffered or streamed")
+                                    names: SignHeaderNames, metrics: GatewayMetrics) throws(SignCoreError) -> SignatureMiddleware<GatewayRequestContext> {
+        let body: BodyHandling = switch configuration.body.mode {
+        case .buffered: .buffered(limit: configuration.body.limit)
+        case .streamed: .streamed(limit: configuration.body.limit)
         }
         var rules: [RoutePolicy.Rule] = []
         for route in configuration.policy.routes { rules.append(try RoutePolicy.Rule(route.route, route.signature)) }
         return SignatureMiddleware(verifier: verifier, origin: origin, policy: RoutePolicy(rules, fallback: configuration.policy.fallback),
-                                   body: body, names: names)
+                                   body: body, names: names, metricsFactory: metrics.factory)
     }
 
     static func origin(_ configuration: GatewayConfiguration) throws(SignCoreError) -> ServerOrigin {
@@ -169,9 +194,9 @@ public final class Gateway: Service {
         return field
     }
 
-    static func address(_ listen: String) throws(SignCoreError) -> (host: String, port: Int) {
+    static func address(_ listen: String, member: String) throws(SignCoreError) -> (host: String, port: Int) {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
-            throw SignCoreError(.invalidConfiguration, "configuration: listen is host:port")
+            throw SignCoreError(.invalidConfiguration, "configuration: \(member) is host:port")
         }
         return (String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
     }

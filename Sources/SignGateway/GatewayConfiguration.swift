@@ -21,8 +21,17 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var body = Body()
     public var headerNames = HeaderNames()
     public var identityHeaders = IdentityHeaders()
-    /// Answered by signd itself, never verified or forwarded.
+    /// Answered by signd itself, never verified or forwarded: liveness.
     public var healthPath = "/.well-known/signcore/health"
+    /// Answered by signd itself: readiness (keys, last reload, store, upstream).
+    public var readyPath = "/.well-known/signcore/ready"
+    /// Networks of the proxies in front of signd (CIDR): only their `Forwarded` and
+    /// `X-Forwarded-For` are read, to find the client's address.
+    public var trustedProxies: [String] = []
+    /// The Prometheus endpoint, on a listener of its own; nil (JSON `null`) for none.
+    public var metrics: Metrics? = Metrics()
+    /// One log line per request at `info`.
+    public var accessLog = true
     /// Seconds an upstream may take to start its response.
     public var upstreamTimeout: Int64 = 300
     /// Seconds signd keeps trying to open a connection to the upstream before answering 502.
@@ -31,6 +40,12 @@ public struct GatewayConfiguration: Sendable, Decodable {
     /// trace, debug, info, notice, warning, error or critical.
     public var logLevel = "info"
     public var limits = Limits()
+
+    public struct Metrics: Sendable, Decodable {
+        /// `host:port` of the metrics listener: keep it private (loopback by default).
+        public var listen = "127.0.0.1:9464"
+        public var path = "/metrics"
+    }
 
     /// What one client may hold of signd: connections, time and header bytes.
     public struct Limits: Sendable, Decodable {
@@ -58,9 +73,17 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var allowPrivateKeys = false
     }
 
+    public enum Store: String, Sendable, CaseIterable, ConfigurationChoice {
+        case memory, postgres
+    }
+
+    public enum BodyMode: String, Sendable, CaseIterable, ConfigurationChoice {
+        case buffered, streamed
+    }
+
     public struct Replay: Sendable, Decodable {
         /// `memory` (one signd alone) or `postgres` (a fleet sharing one database).
-        public var store = "memory"
+        public var store = Store.memory
         /// For `memory`: live nonces held (peak accepted rate × longest lifetime).
         public var capacity = 6_000_000
         /// For `memory`: the largest fraction of `capacity` one key id may hold, in (0, 1]; 1 when
@@ -97,7 +120,7 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public struct Body: Sendable, Decodable {
         /// `buffered` (the default: collected up to `limit`, verified, then forwarded) or
         /// `streamed` (large bodies verified as they pass upstream; docs/SIGND.md, body).
-        public var mode = "buffered"
+        public var mode = BodyMode.buffered
         public var limit: Int64 = 1 << 20
     }
 
@@ -168,6 +191,20 @@ public struct GatewayConfiguration: Sendable, Decodable {
 
 // MARK: - Decoding with defaults, unknown members refused
 
+/// A member with a fixed set of string values: any other is refused naming them.
+public protocol ConfigurationChoice: RawRepresentable<String>, CaseIterable, Decodable {}
+
+extension ConfigurationChoice {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let value = Self(rawValue: text) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)) is "
+                                + Self.allCases.map(\.rawValue).joined(separator: " or "))
+        }
+        self = value
+    }
+}
+
 struct AnyKey: CodingKey {
     var stringValue: String
     var intValue: Int? { nil }
@@ -200,7 +237,7 @@ extension KeyedDecodingContainer<AnyKey> {
 extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
-                                     "headerNames", "identityHeaders", "healthPath", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
+                                     "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
                                      "limits"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
@@ -209,7 +246,10 @@ extension GatewayConfiguration {
         try c.set(&headerNames, "headerNames"); try c.set(&identityHeaders, "identityHeaders"); try c.set(&healthPath, "healthPath")
         try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnectTimeout, "upstreamConnectTimeout")
         try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
-        try c.set(&limits, "limits")
+        try c.set(&limits, "limits"); try c.set(&readyPath, "readyPath"); try c.set(&trustedProxies, "trustedProxies")
+        try c.set(&accessLog, "accessLog")
+        let metricsKey = AnyKey(stringValue: "metrics")
+        if c.contains(metricsKey) { metrics = try c.decodeNil(forKey: metricsKey) ? nil : c.decode(Metrics.self, forKey: metricsKey) }
         try checkValues()
     }
 
@@ -228,8 +268,14 @@ extension GatewayConfiguration {
         guard maxLifetime >= 1 else { throw refuse("maxLifetime", "at least 1 second") }
         guard keys.reloadInterval >= 1 else { throw refuse("keys.reloadInterval", "at least 1 second") }
         guard replay.capacity >= 1 else { throw refuse("replay.capacity", "at least 1") }
-        guard healthPath.hasPrefix("/"), (try? ServerOrigin.validate(target: healthPath)) != nil, !healthPath.contains("?") else {
-            throw refuse("healthPath", "an absolute path (starting with /, no query)")
+        for (member, path) in [("healthPath", healthPath), ("readyPath", readyPath)] + (metrics.map { [("metrics.path", $0.path)] } ?? []) {
+            guard path.hasPrefix("/"), (try? ServerOrigin.validate(target: path)) != nil, !path.contains("?") else {
+                throw refuse(member, "an absolute path (starting with /, no query)")
+            }
+        }
+        guard healthPath != readyPath else { throw refuse("readyPath", "a path other than healthPath") }
+        for (index, network) in trustedProxies.enumerated() where IPNetwork(network) == nil {
+            throw refuse("trustedProxies[\(index)]", "an IP address or a network in CIDR notation (10.0.0.0/8, fd00::/8), not \(network)")
         }
         // Identity fields are signd's own: never a field a client sends for its own purposes.
         let reserved: Set<String> = ["authorization", "cookie", "host", "content-type", "content-length", "transfer-encoding", "connection",
@@ -239,6 +285,13 @@ extension GatewayConfiguration {
         where reserved.contains(name.lowercased()) {
             throw refuse("identityHeaders.\(member)", "a field of signd's own, not \(name)")
         }
+    }
+}
+
+extension GatewayConfiguration.Metrics {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["listen", "path"])
+        try c.set(&listen, "listen"); try c.set(&path, "path")
     }
 }
 

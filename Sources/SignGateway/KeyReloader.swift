@@ -14,6 +14,8 @@ struct KeyReloader: Service {
     let interval: Duration
     let verifier: Verifier
     let logger: Logger
+    /// Told the outcome of every reload (readiness and metrics).
+    let reported: @Sendable (Bool) -> Void
 
     /// Loads the files' keys together (a key id in two files is refused).
     static func load(_ files: [String], allowPrivateKeys: Bool) throws(SignCoreError) -> KeySet {
@@ -55,8 +57,10 @@ struct KeyReloader: Service {
                 do throws(SignCoreError) {
                     let keys = try Self.load(files, allowPrivateKeys: allowPrivateKeys)
                     verifier.replaceKeys(keys)
+                    reported(true)
                     logger.notice("keys reloaded", metadata: ["signd.keys": "\(keys.count)"])
                 } catch {
+                    reported(false)
                     logger.error("keys not reloaded; the previous keys stay in use", metadata: ["signd.reason": "\(error.detail)"])
                 }
             }

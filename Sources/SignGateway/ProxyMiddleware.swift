@@ -40,7 +40,8 @@ enum GatewayFields {
 /// only: a client can never name an identity itself. `x-forwarded-host` and `x-forwarded-proto`
 /// are set the same way. A streamed body that fails its whash aborts the upstream request before
 /// its end (the connection is closed) and the client gets the refusal.
-struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
+struct ProxyMiddleware: RouterMiddleware {
+    typealias Context = GatewayRequestContext
     let client: HTTPClient
     let upstream: String
     let origin: ServerOrigin
@@ -49,6 +50,7 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
     let timeout: TimeAmount
     /// The most body bytes forwarded for one request, on every route.
     let bodyLimit: Int64
+    let metrics: GatewayMetrics
 
     struct IdentityFields: Sendable {
         let keyID: HTTPField.Name
@@ -102,6 +104,16 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
     static var forwardedHost: HTTPField.Name { HTTPField.Name("x-forwarded-host")! }
     static var forwardedProto: HTTPField.Name { HTTPField.Name("x-forwarded-proto")! }
 
+    /// RFC 7239 `Forwarded` for the client, the host verified and the scheme; an IPv6 address and
+    /// the host are quoted strings.
+    static func forwarded(client: IPAddress?, host: String?, proto: String) -> String {
+        var parts: [String] = []
+        if let client { parts.append(client.isIPv6 ? "for=\"[\(client)]\"" : "for=\(client)") }
+        if let host { parts.append("host=\"\(host)\"") }  // a validated authority: no quote or backslash
+        parts.append("proto=\(proto)")
+        return parts.joined(separator: ";")
+    }
+
     /// RFC 9110 §7.6.1: connection-specific fields are not forwarded.
     static var hopByHop: [HTTPField.Name] {
         [.connection, .transferEncoding, .te, .trailer, .upgrade, .proxyAuthorization, .proxyAuthenticate, .contentLength,
@@ -135,8 +147,15 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             if !signature.account.isEmpty { fields[identity.account] = IdentityFields.encode(account: signature.account) }
         }
         fields[identity.verdict] = IdentityFields.encode(verdict: context.signatureVerdict)
-        if let authority = origin.authority ?? request.head.authority { fields[Self.forwardedHost] = authority }
+        let authority = origin.authority ?? request.head.authority
+        if let authority { fields[Self.forwardedHost] = authority }
         fields[Self.forwardedProto] = origin.scheme
+        // The client and the proxies it came through, as signd established them: never a list a
+        // client wrote (ClientAddressMiddleware).
+        if !context.forwardingChain.isEmpty {
+            fields[ClientAddressMiddleware.forwardedFor] = context.forwardingChain.map(\.description).joined(separator: ", ")
+        }
+        fields[ClientAddressMiddleware.forwarded] = Self.forwarded(client: context.clientAddress, host: authority, proto: origin.scheme)
 
         var outgoing = HTTPClientRequest(url: upstream + (request.head.path ?? "/"))
         outgoing.method = HTTPMethod(request.method)
@@ -144,8 +163,10 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
         let length = request.headers[.contentLength].flatMap(Int64.init)
         let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: bodyLimit) : nil
         if let upload { outgoing.body = .stream(upload.chunks, length: length.map { .known($0) } ?? .unknown) }
+        let started = ContinuousClock.now
         do {
             let response = try await client.execute(outgoing, timeout: timeout)
+            metrics.upstream(String(response.status.code), elapsed: ContinuousClock.now - started)
             var headers = HTTPFields(response.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
             // A signed body still arriving when the upstream answers: its answer is relayed only once
@@ -181,6 +202,7 @@ struct ProxyMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
             await upload?.finish()
             // The upstream failed or did not answer in time: nothing of the request in the log.
             let timedOut = (error as? HTTPClientError).map { [.deadlineExceeded, .readTimeout].contains($0) } ?? false
+            metrics.upstream(timedOut ? "timeout" : "failed", elapsed: ContinuousClock.now - started)
             context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error))),
                                                                          "signd.timeout": .stringConvertible(timedOut)])
             return Response(Refusal(timedOut ? SignCoreError(.upstreamTimeout, "the upstream did not answer in time")
@@ -227,17 +249,5 @@ struct RequestTargetMiddleware<Context: RequestContext>: RouterMiddleware {
             return Response(Refusal(error))
         }
         return try await next(request, context)
-    }
-}
-
-/// Answers the health path itself (before any verification): 200 and the number of keys.
-struct HealthMiddleware<Context: RequestContext>: RouterMiddleware {
-    let path: String
-    let verifier: Verifier
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard request.uri.path == path, request.method == .get || request.method == .head else { return try await next(request, context) }
-        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                        body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":"ok","keys":\#(verifier.keys.count)}"#)))
     }
 }

@@ -98,6 +98,12 @@ public final class PostgresReplayGuard: ReplayGuard {
         try await run(PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(index) ON \(table) (expires)"), "create the expiry index")
     }
 
+    /// Whether the store answers, within the timeout: a statement that reads the nonce table
+    /// (so a missing table fails too) and returns no row. Throws `unavailable` otherwise.
+    public func ping() async throws(SignCoreError) {
+        _ = try await run(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(configuration.table) LIMIT 0"), "answer")
+    }
+
     public func record(keyID: String, nonce: Nonce, expires: Int64, now: Int64) async throws(SignCoreError) {
         let uuid = Self.uuid(nonce)
         let (expired, sweep) = state.withLock { state -> (Bool, Bool) in

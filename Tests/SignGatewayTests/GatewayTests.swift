@@ -25,6 +25,7 @@ import Testing
     /// A configuration for signd in front of `upstream`, with `overrides` replacing top-level members.
     static func configuration(upstream: Int, keys: String, _ overrides: [String: Any] = [:]) -> String {
         var object: [String: Any] = ["listen": "127.0.0.1:0", "upstream": "http://127.0.0.1:\(upstream)", "origin": ["scheme": "http"],
+                                     "metrics": ["listen": "127.0.0.1:0"],
                                      "keys": ["files": [keys], "reloadInterval": 1], "replay": ["capacity": 100_000]]
         object.merge(overrides) { $1 }
         return String(decoding: (try? JSONSerialization.data(withJSONObject: object)) ?? Data(), as: UTF8.self)
@@ -491,7 +492,8 @@ extension Array where Element: Sendable {
                 return name.hasPrefix("signcore-") || name.hasPrefix("x-forwarded-") || spoofedNames.contains(name)
             }
             let expected = (record.keyID == nil ? [] : ["signcore-key-id: gw-key", "signcore-algorithm: HS256", "signcore-account: alice"])
-                + ["x-forwarded-host: \(record.forwardedHost ?? "?")", "x-forwarded-proto: http", "signcore-verdict: \(verdict)"]
+                + ["x-forwarded-host: \(record.forwardedHost ?? "?")", "x-forwarded-proto: http", "signcore-verdict: \(verdict)",
+                   "x-forwarded-for: 127.0.0.1", "forwarded: for=127.0.0.1;host=\"\(record.forwardedHost ?? "?")\";proto=http"]
             #expect(owned.sorted() == expected.sorted(), "\(record.path): \(owned)")
         }
     }
@@ -578,7 +580,7 @@ extension Array where Element: Sendable {
                 post.body = .stream((0..<32).map { _ in ByteBuffer(repeating: 1, count: 16_384) }.async, length: .unknown)
                 _ = try? await http.execute(post, timeout: .seconds(10))
                 // The default limit is modest: 1 MiB unless configured.
-                #expect(GatewayConfiguration.Body().limit == 1 << 20 && GatewayConfiguration.Body().mode == "buffered")
+                #expect(GatewayConfiguration.Body().limit == 1 << 20 && GatewayConfiguration.Body().mode == .buffered)
             }
         }
         #expect(upstream.all.allSatisfy { $0.bodyBytes <= 1 << 16 && !($0.path == "/open/big" && $0.complete) }, "\(upstream.all.map(\.bodyBytes))")

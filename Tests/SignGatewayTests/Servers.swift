@@ -58,16 +58,16 @@ final class Upstream: Sendable {
     var all: [Record] { records.withLock { $0 } }
     func clear() { records.withLock { $0.removeAll() } }
 
-    func application(onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
+    func application(port: Int = 0, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) -> some Service {
         let router = Router()
         router.add(middleware: Answer(upstream: self))
-        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
                            onServerRunning: { await onListening($0.localAddress?.port ?? 0) }, logger: quietLogger)
     }
 
     func run<T: Sendable>(_ body: @Sendable (Int) async throws -> T) async throws -> T {
         let (ports, port) = AsyncStream.makeStream(of: Int.self)
-        return try await withServices([application { port.yield($0) }], ports: ports, body)
+        return try await withServices([application(onListening: { port.yield($0) })], ports: ports, body)
     }
 
     struct Answer: RouterMiddleware {

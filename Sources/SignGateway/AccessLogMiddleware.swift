@@ -1,0 +1,47 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import SignHTTP
+
+/// One line per request when its response starts (`signd.access`, at `info`), and the request
+/// metrics. The line has the method, the route pattern the policy chose (never the path or the
+/// query: URLs carry secrets), the status, the refusal's code when there is one, the time to the
+/// response head and the client's address. Nothing of the token, the body or other fields.
+struct AccessLogMiddleware: RouterMiddleware {
+    typealias Context = GatewayRequestContext
+    let policy: RoutePolicy
+    let metrics: GatewayMetrics
+    let enabled: Bool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            // A handler's error becomes its response further out; counted as Hummingbird answers it.
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            finish(request, context: context, status: status, code: nil, started: started)
+            throw error
+        }
+        finish(request, context: context, status: response.status.code, code: response.headers[Refusal.errorField], started: started)
+        return response
+    }
+
+    private func finish(_ request: Request, context: Context, status: Int, code: String?, started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        metrics.request(status: status, elapsed: elapsed)
+        guard enabled, context.logger.logLevel <= .info else { return }
+        var metadata: Logger.Metadata = [
+            "signd.method": .string(request.method.rawValue),
+            "signd.route": .string(policy.requirement(method: request.method, path: request.uri.path).route),
+            "signd.status": .stringConvertible(status),
+            "signd.ms": .string(String(format: "%.3f", Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)),
+        ]
+        if let client = context.clientAddress { metadata["signd.client"] = .string(client.description) }
+        // The refusal's name only (the field is `name;code=..;advice=..`).
+        if let code { metadata["signd.code"] = .string(String(code.prefix { $0 != ";" })) }
+        context.logger.info("request", metadata: metadata)
+    }
+}

@@ -1,0 +1,25 @@
+import Hummingbird
+import NIOCore
+import SignCore
+import SignHummingbird
+
+/// signd's request context: the signature middleware's verdict and identity, and the client's
+/// address (the TCP peer's, or when the peer is a trusted proxy, the one it reports).
+public struct GatewayRequestContext: SignatureRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var signature: VerifiedRequest?
+    public var signatureVerdict: SignatureVerdict = .unchecked
+    /// The connection's remote end.
+    public let peer: SocketAddress?
+    /// The client's address, then the proxies it came through to signd, the TCP peer last
+    /// (`ClientAddressMiddleware`): empty until that middleware ran, or when the peer has no IP
+    /// address (a Unix socket).
+    public var forwardingChain: [IPAddress] = []
+    /// The address of the client that made the request.
+    public var clientAddress: IPAddress? { forwardingChain.first }
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        peer = source.channel.remoteAddress
+    }
+}

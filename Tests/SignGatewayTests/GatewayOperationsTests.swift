@@ -1,0 +1,181 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import InMemoryLogging
+import Logging
+import NIOCore
+import SignAsyncHTTPClient
+@_spi(SignCoreTools) import SignCore
+@testable import SignGateway
+import SignTestSupport
+import Testing
+
+/// What an operator runs signd with: the client's address behind trusted proxies, metrics,
+/// readiness and the access log.
+@Suite(.serialized) struct GatewayOperationsTests {
+    /// The client address found behind proxies: only a trusted peer's list is read, from the
+    /// right, up to the first address that is not a trusted proxy.
+    @Test(arguments: [
+        // (peer, Forwarded, X-Forwarded-For, expected chain)
+        ("203.0.113.5", nil, "10.0.0.1", ["203.0.113.5"]),                           // an untrusted peer's list is never read
+        ("127.0.0.1", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),
+        ("127.0.0.1", nil, "1.1.1.1, 198.51.100.7, 10.0.0.2", ["198.51.100.7", "10.0.0.2", "127.0.0.1"]),  // the client wrote 1.1.1.1
+        ("127.0.0.1", nil, "10.0.0.3,10.0.0.2", ["10.0.0.3", "10.0.0.2", "127.0.0.1"]),  // only proxies: the farthest
+        ("127.0.0.1", nil, "198.51.100.7, garbage", ["127.0.0.1"]),                 // unreadable: stop at the last trusted hop
+        ("127.0.0.1", nil, "", ["127.0.0.1"]),
+        ("127.0.0.1", "for=192.0.2.60;proto=http;by=203.0.113.43", "1.1.1.1", ["192.0.2.60", "127.0.0.1"]),  // Forwarded wins
+        ("127.0.0.1", "for=\"[2001:db8:cafe::17]:4711\"", nil, ["2001:db8:cafe::17", "127.0.0.1"]),
+        ("127.0.0.1", "for=192.0.2.43:8080, for=10.0.0.9", nil, ["192.0.2.43", "10.0.0.9", "127.0.0.1"]),
+        ("127.0.0.1", "for=unknown", nil, ["127.0.0.1"]),
+        ("127.0.0.1", "for=_hidden, for=10.0.0.9", nil, ["10.0.0.9", "127.0.0.1"]),
+        ("::ffff:127.0.0.1", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),  // an IPv4-mapped peer is its IPv4 address
+    ] as [(String, String?, String?, [String])])
+    func clientAddressBehindTrustedProxies(peer: String, forwarded: String?, forwardedFor: String?, expected: [String]) throws {
+        let middleware = ClientAddressMiddleware(trusted: ["127.0.0.0/8", "10.0.0.0/8"].compactMap(IPNetwork.init))
+        var fields = HTTPFields()
+        if let forwarded { fields[ClientAddressMiddleware.forwarded] = forwarded }
+        if let forwardedFor { fields[ClientAddressMiddleware.forwardedFor] = forwardedFor }
+        #expect(middleware.chain(peer: IPAddress(peer), fields: fields).map(\.description) == expected)
+    }
+
+    @Test func networksParseAndMatch() {
+        #expect(IPNetwork("10.0.0.0/8")?.contains(IPAddress("10.255.1.2")!) == true)
+        #expect(IPNetwork("10.0.0.0/8")?.contains(IPAddress("11.0.0.1")!) == false)
+        #expect(IPNetwork("192.168.1.0/25")?.contains(IPAddress("192.168.1.127")!) == true)
+        #expect(IPNetwork("192.168.1.0/25")?.contains(IPAddress("192.168.1.128")!) == false)
+        #expect(IPNetwork("fd00::/8")?.contains(IPAddress("fd12::1")!) == true)
+        #expect(IPNetwork("fd00::/8")?.contains(IPAddress("10.0.0.1")!) == false)
+        #expect(IPNetwork("::1")?.contains(IPAddress("::1")!) == true)
+        #expect(IPNetwork("0.0.0.0/0")?.contains(IPAddress("8.8.8.8")!) == true)
+        for bad in ["10.0.0.0/33", "10.0.0.0/", "10.0.0.0/8/8", "example.com", "10.0.0.0/-1", "::1/129", "", "10.0.0.0/٣"] {
+            #expect(IPNetwork(bad) == nil, "\(bad)")
+        }
+    }
+
+    /// signd in process with its logs kept, both ports given to `body`.
+    static func withObservedGateway(_ json: String, _ body: @Sendable (_ port: Int, _ metricsPort: Int, _ logs: InMemoryLogHandler) async throws -> Void) async throws {
+        let logs = InMemoryLogHandler()
+        var logger = Logger(label: "signd", factory: { _ in logs })
+        logger.logLevel = .info
+        let (ports, port) = AsyncStream.makeStream(of: Int.self)
+        let (metricsPorts, metricsPort) = AsyncStream.makeStream(of: Int.self)
+        let gateway = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: logger,
+                                  onListening: { port.yield($0) }, onMetricsListening: { metricsPort.yield($0) })
+        try await withServices([gateway], ports: ports) { port in
+            var iterator = metricsPorts.makeAsyncIterator()
+            guard let metrics = await iterator.next() else { throw CancellationError() }
+            try await body(port, metrics, logs)
+        }
+    }
+
+    static func text(_ response: HTTPClientResponse) async throws -> String {
+        String(buffer: try await response.body.collect(upTo: 1 << 20))
+    }
+
+    /// A client behind a trusted proxy reaches the upstream as itself, in X-Forwarded-For and
+    /// Forwarded that signd wrote; the access log names it and nothing of the URL.
+    @Test func forwardingFieldsMetricsAndAccessLog() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["trustedProxies": ["127.0.0.1/32"],
+                                                                                      "policy": ["routes": [["route": "/open/**", "signature": "off"]]]])
+            try await Self.withObservedGateway(json) { port, metricsPort, logs in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/open/x?secret=hunter2")
+                request.headers.add(name: "X-Forwarded-For", value: "6.6.6.6, 198.51.100.7")
+                #expect(try await http.execute(request, timeout: .seconds(10)).status == .ok)
+                let refused = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x?secret=hunter2"), timeout: .seconds(10))
+                #expect(refused.status == .unauthorized)
+                let signed = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/y"), signer: Signer(key: GatewayTests.key),
+                                                    timeout: .seconds(10))
+                #expect(signed.status == .ok)
+
+                let metrics = try await Self.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"),
+                                                                         timeout: .seconds(10)))
+                #expect(metrics.contains(#"signd_requests_total{status="200"} 2"#), "\(metrics)")
+                #expect(metrics.contains(#"signd_requests_total{status="401"} 1"#))
+                #expect(metrics.contains(#"signd_upstream_responses_total{status="200"} 2"#))
+                #expect(metrics.contains(#"signcore_verifications_total{verdict="accepted",code="none"} 1"#)
+                        || metrics.contains(#"signcore_verifications_total{code="none",verdict="accepted"} 1"#))
+                #expect(metrics.contains("signd_request_duration_seconds_bucket") && metrics.contains("signcore_verify_duration"))
+                // The metrics are not on the public listener.
+                #expect(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(10)).status == .unauthorized)
+
+                let lines = logs.entries.filter { $0.message == "request" }
+                #expect(lines.count == 4, "\(lines)")  // the /metrics tried on the public listener included
+                #expect(lines.first?.metadata["signd.client"] == "198.51.100.7")
+                #expect(lines.first?.metadata["signd.route"] == "/open/**")
+                #expect(lines.dropFirst().first?.metadata["signd.code"] == "missingHeader")
+                let all = logs.entries.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+                #expect(!all.contains("hunter2") && !all.contains("/v1/x") && !all.contains("v3."), "no URL or token in the log")
+            }
+        }
+        let first = try #require(upstream.all.first)
+        #expect(first.fields.contains("x-forwarded-for: 198.51.100.7, 127.0.0.1"))
+        #expect(first.fields.contains { $0.hasPrefix("forwarded: for=198.51.100.7;host=") })
+        #expect(!first.fields.contains { $0.contains("6.6.6.6") })
+    }
+
+    /// Readiness follows what signd depends on: an upstream that is down makes it 503 naming
+    /// `upstream`, then 200 once it is up; liveness stays 200.
+    @Test func readinessFollowsTheUpstream() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstreamPort = try freePort()
+        try await Self.withObservedGateway(GatewayTests.configuration(upstream: upstreamPort, keys: keys)) { port, metricsPort, _ in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let base = "http://127.0.0.1:\(port)/.well-known/signcore/"
+            @Sendable func ready() async throws -> (Int, String) {
+                let response = try await http.execute(HTTPClientRequest(url: base + "ready"), timeout: .seconds(10))
+                return (Int(response.status.code), try await Self.text(response))
+            }
+            try await Task.sleep(for: .milliseconds(1500))  // the first check has run
+            let down = try await ready()
+            #expect(down.0 == 503 && down.1.contains("\"upstream\"") && !down.1.contains("\"store\""), "\(down)")
+            #expect(try await http.execute(HTTPClientRequest(url: base + "health"), timeout: .seconds(10)).status == .ok)
+            let gauge = try await Self.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"), timeout: .seconds(10)))
+            #expect(gauge.contains("signd_upstream_up 0") && gauge.contains("signd_ready 0") && gauge.contains("signd_keys 1"), "\(gauge)")
+
+            let upstream = Upstream()
+            let application = upstream.application(port: upstreamPort)
+            try await withServices([application], ports: AsyncStream { $0.yield(upstreamPort) }) { _ in
+                var up = (0, "")
+                for _ in 0..<30 where up.0 != 200 {
+                    try await Task.sleep(for: .milliseconds(250))
+                    up = try await ready()
+                }
+                #expect(up.0 == 200 && up.1 == #"{"status":"ready"}"#, "\(up)")
+            }
+        }
+    }
+
+    @Test func operationsConfigurationIsChecked() throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let bad: [(String, Any, String)] = [
+            ("trustedProxies", ["10.0.0.0/8", "example.com"], "trustedProxies[1] is an IP address or a network"),
+            ("readyPath", "ready", "readyPath is an absolute path"), ("readyPath", "/.well-known/signcore/health", "readyPath is a path other"),
+            ("metrics", ["path": "metrics"], "metrics.path is an absolute path"), ("metrics", ["port": 1], "unknown member metrics.port"),
+            ("accessLog", "yes", "accessLog has the wrong type"), ("body", ["mode": "lazy"], "body.mode is buffered or streamed"),
+            ("replay", ["store": "redis"], "replay.store is memory or postgres"),
+        ]
+        for (member, value, expected) in bad {
+            do {
+                _ = try GatewayConfiguration.parse(Data(GatewayTests.configuration(upstream: 1, keys: keys, [member: value]).utf8))
+                Issue.record("\(member) accepted")
+            } catch {
+                #expect(error.detail.contains(expected), "\(error.detail)")
+            }
+        }
+        let off = try GatewayConfiguration.parse(Data(GatewayTests.configuration(upstream: 1, keys: keys, ["metrics": NSNull()]).utf8))
+        #expect(off.metrics == nil)
+        #expect(throws: SignCoreError.self) {
+            _ = try Gateway(configuration: GatewayConfiguration.parse(Data(GatewayTests.configuration(upstream: 1, keys: keys,
+                                                                                                      ["metrics": ["listen": "9464"]]).utf8)), logger: quietLogger)
+        }
+    }
+}
