@@ -46,10 +46,16 @@ extension HTTPClient {
     /// Executes `request` signed (SPEC §4) with a fresh nonce for every attempt: the URL, the
     /// method and the header fields the signer covers are signed as they are sent, with the
     /// body's whash. A 503 is retried as `retry` says, each attempt signed again; any other
-    /// response is returned.
+    /// response is returned. The body goes in `body` (a request with its own body is refused
+    /// `invalidInput`: it could be neither signed nor sent again).
     public func execute(_ request: HTTPClientRequest, body: SignableBody = .empty, signer: Signer, names: SignHeaderNames = .standard,
                         retry: RetryPolicy = RetryPolicy(), timeout: TimeAmount) async throws -> HTTPClientResponse {
         let method = try RequestMethod(token: request.method.rawValue)
+        // A body set on the request could not be signed or sent again: it would go out unsigned
+        // or be replaced. It belongs in `body`.
+        guard request.body == nil else {
+            throw SignCoreError(.invalidInput, "a signed request's body is given as the body parameter, not on the request")
+        }
         return try await retry.run { _ in
             var signed = request
             signed.headers.remove(name: names.whash.rawName)

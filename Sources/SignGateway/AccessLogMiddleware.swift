@@ -10,7 +10,6 @@ import SignHTTP
 /// response head and the client's address. Nothing of the token, the body or other fields.
 struct AccessLogMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
-    let policy: RoutePolicy
     let metrics: GatewayMetrics
     let enabled: Bool
 
@@ -35,7 +34,7 @@ struct AccessLogMiddleware: RouterMiddleware {
         guard enabled, context.logger.logLevel <= .info else { return }
         var metadata: Logger.Metadata = [
             "signd.method": .string(request.method.rawValue),
-            "signd.route": .string(policy.requirement(method: request.method, path: request.uri.path).route),
+            "signd.route": .string(context.route),
             "signd.status": .stringConvertible(status),
             "signd.ms": .string(String(format: "%.3f", Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)),
         ]

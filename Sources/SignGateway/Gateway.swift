@@ -23,6 +23,7 @@ public final class Gateway: Service {
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
     let signature: SignatureMiddleware<GatewayRequestContext>
+    let routes: GatewayRoutes
     let origin: ServerOrigin
     let names: SignHeaderNames
     let identity: ProxyMiddleware.IdentityFields
@@ -80,7 +81,11 @@ public final class Gateway: Service {
                          algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict))
         trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
         monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: configuration.upstream, interval: .seconds(2), metrics: metrics)
-        signature = try Self.signatureMiddleware(configuration, verifier: verifier, origin: origin, names: names, metrics: metrics)
+        var rules: [RoutePolicy.Rule] = []
+        for route in configuration.policy.routes { rules.append(try RoutePolicy.Rule(route.route, route.signature)) }
+        routes = GatewayRoutes(policy: RoutePolicy(rules, fallback: configuration.policy.fallback), configuration: configuration)
+        signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaults.body,
+                                        routeBodies: routes.byRoute.mapValues(\.body), names: names, metricsFactory: metrics.factory)
     }
 
     /// Serves until a graceful shutdown: one Hummingbird application running signd's services
@@ -98,14 +103,14 @@ public final class Gateway: Service {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
 
         let router = Router(context: GatewayRequestContext.self)
+        router.add(middleware: RouteMiddleware(routes: routes))
         router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies))
-        router.add(middleware: AccessLogMiddleware(policy: signature.policy, metrics: metrics, enabled: configuration.accessLog))
-        router.add(middleware: RequestTargetMiddleware(bodyLimit: configuration.body.limit))
+        router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
+        router.add(middleware: RequestTargetMiddleware(defaults: routes.defaults))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
-                                               identity: identity, timeout: .seconds(configuration.upstreamTimeout),
-                                               bodyLimit: configuration.body.limit, metrics: metrics))
+                                               identity: identity, defaults: routes.defaults, metrics: metrics))
         let limits = configuration.limits
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
         // request part, so slow headers are closed as silent connections are.
@@ -164,18 +169,6 @@ public final class Gateway: Service {
     }
 
     // MARK: - From the configuration
-
-    static func signatureMiddleware(_ configuration: GatewayConfiguration, verifier: Verifier, origin: ServerOrigin,
-                                    names: SignHeaderNames, metrics: GatewayMetrics) throws(SignCoreError) -> SignatureMiddleware<GatewayRequestContext> {
-        let body: BodyHandling = switch configuration.body.mode {
-        case .buffered: .buffered(limit: configuration.body.limit)
-        case .streamed: .streamed(limit: configuration.body.limit)
-        }
-        var rules: [RoutePolicy.Rule] = []
-        for route in configuration.policy.routes { rules.append(try RoutePolicy.Rule(route.route, route.signature)) }
-        return SignatureMiddleware(verifier: verifier, origin: origin, policy: RoutePolicy(rules, fallback: configuration.policy.fallback),
-                                   body: body, names: names, metricsFactory: metrics.factory)
-    }
 
     static func origin(_ configuration: GatewayConfiguration) throws(SignCoreError) -> ServerOrigin {
         guard ["http", "https"].contains(configuration.origin.scheme) else {

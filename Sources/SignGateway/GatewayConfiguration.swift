@@ -115,6 +115,10 @@ public struct GatewayConfiguration: Sendable, Decodable {
         /// `"GET /api/**"`, `"/health"`...: see RoutePolicy.
         public var route: String
         public var signature: SignatureRequirement
+        /// This route's body mode and limit, in place of the top-level `body`.
+        public var body: Body?
+        /// This route's upstream timeout, in place of the top-level one.
+        public var upstreamTimeout: Int64?
     }
 
     public struct Body: Sendable, Decodable {
@@ -185,7 +189,7 @@ public struct GatewayConfiguration: Sendable, Decodable {
     }
 
     static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
     }
 }
 
@@ -349,8 +353,13 @@ extension GatewayConfiguration.Policy {
 
 extension GatewayConfiguration.Route {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["route", "signature"])
+        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout"])
         route = try c.required("route"); signature = try c.required("signature")
+        body = try c.decodeIfPresent(GatewayConfiguration.Body.self, forKey: AnyKey(stringValue: "body"))
+        upstreamTimeout = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "upstreamTimeout"))
+        if let upstreamTimeout, upstreamTimeout < 1 {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).upstreamTimeout is at least 1 second")
+        }
     }
 }
 

@@ -17,6 +17,9 @@ public struct GatewayRequestContext: SignatureRequestContext {
     public var forwardingChain: [IPAddress] = []
     /// The address of the client that made the request.
     public var clientAddress: IPAddress? { forwardingChain.first }
+    /// The policy rule that applies (its written form, `*` for the fallback), and its settings.
+    public internal(set) var route = "*"
+    var routeSettings: RouteSettings?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -47,9 +47,8 @@ struct ProxyMiddleware: RouterMiddleware {
     let origin: ServerOrigin
     let names: SignHeaderNames
     let identity: IdentityFields
-    let timeout: TimeAmount
-    /// The most body bytes forwarded for one request, on every route.
-    let bodyLimit: Int64
+    /// The settings of routes without their own (RouteMiddleware sets the route's).
+    let defaults: RouteSettings
     let metrics: GatewayMetrics
 
     struct IdentityFields: Sendable {
@@ -161,11 +160,13 @@ struct ProxyMiddleware: RouterMiddleware {
         outgoing.method = HTTPMethod(request.method)
         outgoing.headers = HTTPHeaders(fields)
         let length = request.headers[.contentLength].flatMap(Int64.init)
-        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: bodyLimit) : nil
+        let settings = context.routeSettings ?? defaults
+        // The most body bytes forwarded for this request, on every route (`off` ones included).
+        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: settings.body.limit) : nil
         if let upload { outgoing.body = .stream(upload.chunks, length: length.map { .known($0) } ?? .unknown) }
         let started = ContinuousClock.now
         do {
-            let response = try await client.execute(outgoing, timeout: timeout)
+            let response = try await client.execute(outgoing, timeout: settings.upstreamTimeout)
             metrics.upstream(String(response.status.code), elapsed: ContinuousClock.now - started)
             var headers = HTTPFields(response.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
@@ -173,7 +174,7 @@ struct ProxyMiddleware: RouterMiddleware {
             // the rest of the body has been read and matched the whash (an upstream that acted on a
             // tampered prefix must not look like a success to the client). The wait is bounded.
             if let upload, !upload.isComplete, context.signature != nil {
-                if let failure = await readRest(of: upload) {
+                if let failure = await readRest(of: upload, timeout: settings.upstreamTimeout) {
                     await upload.finish()
                     var refusal = Response(Refusal(failure as? SignCoreError
                         ?? SignCoreError(.invalidInput, "the request body did not arrive whole")))
@@ -214,7 +215,7 @@ struct ProxyMiddleware: RouterMiddleware {
 extension ProxyMiddleware {
     /// The rest of a signed body, read within the upstream timeout; the error that ended it, or
     /// nil when it ended well.
-    func readRest(of upload: UpstreamBody) async -> (any Error)? {
+    func readRest(of upload: UpstreamBody, timeout: TimeAmount) async -> (any Error)? {
         let seconds = Int64(timeout.nanoseconds / 1_000_000_000)
         return await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask { await upload.readRest() }
@@ -232,18 +233,20 @@ extension ProxyMiddleware {
 
 /// Refuses, on every route and before anything else, a request whose host or target a server
 /// could read two ways (400: an authority that is not `host[:port]`, a second `Host`, a target
-/// that is not an origin-form path, `ServerOrigin.validate`), and one announcing a body over the
-/// limit (413, unread). What passes is forwarded as verified.
-struct RequestTargetMiddleware<Context: RequestContext>: RouterMiddleware {
-    let bodyLimit: Int64
+/// that is not an origin-form path, `ServerOrigin.validate`), and one announcing a body over its
+/// route's limit (413, unread). What passes is forwarded as verified.
+struct RequestTargetMiddleware: RouterMiddleware {
+    typealias Context = GatewayRequestContext
+    let defaults: RouteSettings
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do throws(SignCoreError) {
             try ReceivedRequest.checkHost(request.head)
             if let authority = request.head.authority { try ServerOrigin.validate(authority: authority) }
             try ServerOrigin.validate(target: request.head.path ?? "")
-            if let length = request.headers[.contentLength].flatMap(Int64.init), length > bodyLimit {
-                throw SignCoreError(.bodyTooLarge, "the request body is larger than \(bodyLimit) bytes")
+            let limit = (context.routeSettings ?? defaults).body.limit
+            if let length = request.headers[.contentLength].flatMap(Int64.init), length > limit {
+                throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
             }
         } catch {
             return Response(Refusal(error))

@@ -25,17 +25,21 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     public let names: SignHeaderNames
     public let policy: RoutePolicy
     public let body: BodyHandling
+    /// Body handling for particular routes, by the rule's written form (`Rule.description`, as
+    /// `RoutePolicy.requirement` returns it); other routes get `body`.
+    public let routeBodies: [String: BodyHandling]
     let audit: SignatureAudit
 
     /// - Parameters:
     ///   - origin: the scheme (and, when fixed, the authority) clients sign for.
     ///   - metricsFactory: where counters and the timer go (`MetricsSystem.factory` by default).
     public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
+                routeBodies: [String: BodyHandling] = [:], names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
         self.verifier = verifier
         self.origin = origin
         self.policy = policy
         self.body = body
+        self.routeBodies = routeBodies
         self.names = names
         self.audit = SignatureAudit(factory: metricsFactory ?? MetricsSystem.factory)
     }
@@ -48,9 +52,10 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         let started = ContinuousClock.now
         do {
             try checkConnectionField(of: request)
+            let body = routeBodies.isEmpty ? self.body : routeBodies[route] ?? self.body
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
-            let (bodyWHash, streamed) = try await prepareBody(of: &request, context: context, requirement: requirement, route: route,
-                                                              verified: tokenVerified)
+            let (bodyWHash, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
+                                                              route: route, verified: tokenVerified)
             let received = try ReceivedRequest(request.head, body: .whash(bodyWHash), origin: origin, names: names)
             let verified = try await verifier.verify(received)
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
@@ -88,7 +93,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     /// verifier checks: of the collected body (hashed in place, not copied) or, for a streamed
     /// body-class request, the one its whash header claims, which the wrapped body then checks
     /// (`streamed` true: the body is still to arrive).
-    private func prepareBody(of request: inout Request, context: Context, requirement: SignatureRequirement,
+    private func prepareBody(of request: inout Request, body: BodyHandling, context: Context, requirement: SignatureRequirement,
                              route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> (whash: SHA256Digest, streamed: Bool) {
         let method = try RequestMethod(token: request.method.rawValue)
         // What the request announces decides before a byte of its body is read (SPEC §5 step 2):

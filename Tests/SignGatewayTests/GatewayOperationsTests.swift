@@ -153,6 +153,39 @@ import Testing
         }
     }
 
+    /// A route's own body mode, limit and upstream timeout; every other route keeps the top-level ones.
+    @Test func routesHaveTheirOwnBodyAndTimeout() async throws {
+        let big = (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let upstream = try await withSignd({ upstreamPort, keys in
+            let routes: [[String: Any]] = [
+                ["route": "PUT /upload/**", "signature": "require", "body": ["mode": "streamed", "limit": 8 << 20], "upstreamTimeout": 30],
+                ["route": "/slow", "signature": "off", "upstreamTimeout": 1],
+            ]
+            return GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["body": ["limit": 1024], "policy": ["routes": routes]])
+        }) { port, http in
+            let signer = try Signer(key: GatewayTests.key)
+            var small = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x")
+            small.method = .POST
+            let refused = try await http.execute(small, body: .bytes(ByteBuffer(bytes: Array(repeating: 1, count: 2048))), signer: signer,
+                                                 timeout: .seconds(10))
+            #expect(refused.status.code == 413, "\(refused.status) \(refused.headers)")
+            var upload = HTTPClientRequest(url: "http://127.0.0.1:\(port)/upload/a")
+            upload.method = .PUT
+            let uploaded = try await http.execute(upload, body: .bytes(ByteBuffer(bytes: big)), signer: signer, timeout: .seconds(30))
+            #expect(uploaded.status == .ok, "\(uploaded.status) \(uploaded.headers)")
+            // A body set on the request itself could not be signed: refused, never sent without it.
+            var misplaced = upload
+            misplaced.body = .bytes(ByteBuffer(bytes: big))
+            await #expect(throws: SignCoreError.self) { _ = try await http.execute(misplaced, signer: signer, timeout: .seconds(10)) }
+            let slow = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow"), timeout: .seconds(10))
+            #expect(slow.status == .gatewayTimeout)
+        }
+        let uploaded = upstream.all.first { $0.path == "/upload/a" }
+        #expect(uploaded?.bodyBytes == big.count && uploaded?.complete == true)
+        #expect(uploaded?.fields.contains("signcore-verdict: verified;body=streamed") == true, "\(uploaded?.fields ?? [])")
+        #expect(!upstream.all.contains { $0.path == "/v1/x" })
+    }
+
     @Test func operationsConfigurationIsChecked() throws {
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([GatewayTests.key])
@@ -162,6 +195,9 @@ import Testing
             ("metrics", ["path": "metrics"], "metrics.path is an absolute path"), ("metrics", ["port": 1], "unknown member metrics.port"),
             ("accessLog", "yes", "accessLog has the wrong type"), ("body", ["mode": "lazy"], "body.mode is buffered or streamed"),
             ("replay", ["store": "redis"], "replay.store is memory or postgres"),
+            ("policy", ["routes": [["route": "/a", "signature": "off", "upstreamTimeout": 0]]], "policy.routes[0].upstreamTimeout is at least 1"),
+            ("policy", ["routes": [["route": "/a", "signature": "off", "body": ["mode": "lazy"]]]], "policy.routes[0].body.mode is buffered or streamed"),
+            ("policy", ["routes": [["route": "/a", "signature": "off", "timeout": 1]]], "unknown member policy.routes[0].timeout"),
         ]
         for (member, value, expected) in bad {
             do {
