@@ -327,6 +327,22 @@ import Testing
         }
     }
 
+    /// After an early answer the rest of the body is never read: the connection is closed at
+    /// once, not kept (drained) until the client finishes sending or goes idle.
+    @Test func anEarlyAnswerClosesTheConnection() async throws {
+        try await withSignd({ upstreamPort, keys in
+            GatewayTests.configuration(upstream: upstreamPort, keys: keys, ["policy": ["routes": [["route": "/early/**", "signature": "off"]]],
+                                                                             "limits": ["idleTimeout": 20]])
+        }) { port, _ in
+            let head = "POST /early/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 1000000\r\n\r\n" + String(repeating: "x", count: 100_000)
+            let started = ContinuousClock.now
+            let answer = try await rawHTTP(port: port, head, timeout: .seconds(8))
+            #expect(statusCode(of: answer) == 404)
+            #expect(answer.lowercased().contains("connection: close"))
+            #expect(ContinuousClock.now - started < .seconds(5), "the connection stayed open for the rest of the body")
+        }
+    }
+
     /// The same on signed routes, the body streamed past its whash check to the upstream.
     @Test func anEarlyAnswerToASignedStreamedBody() async throws {
         try await withSignd({ GatewayTests.configuration(upstream: $0, keys: $1, ["body": ["mode": "streamed", "limit": 1 << 24]]) }) { port, http in
