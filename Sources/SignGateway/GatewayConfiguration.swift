@@ -161,7 +161,9 @@ public struct GatewayConfiguration: Sendable, Decodable {
             throw error
         } catch let DecodingError.keyNotFound(key, context) {
             throw SignCoreError(.invalidConfiguration, "configuration: \(Self.path(context.codingPath + [key])) is missing")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
+        } catch let DecodingError.typeMismatch(_, context) where !context.codingPath.isEmpty {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(Self.path(context.codingPath)) has the wrong type or value")
+        } catch let DecodingError.dataCorrupted(context) where !context.codingPath.isEmpty {
             throw SignCoreError(.invalidConfiguration, "configuration: \(Self.path(context.codingPath)) has the wrong type or value")
         } catch {
             throw SignCoreError(.invalidConfiguration, "the configuration is not valid JSON")

@@ -31,26 +31,33 @@ final class GatewayMetrics: Sendable {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.buckets
         self.factory = factory
-        requestDuration = registry.makeDurationHistogram(name: "signd_request_duration_seconds", buckets: Self.buckets,
-                                                         help: "Time from a request's head to its response's head")
-        upstreamDuration = registry.makeDurationHistogram(name: "signd_upstream_duration_seconds", buckets: Self.buckets,
-                                                          help: "Time from forwarding a request to the upstream's response head")
-        ready = registry.makeGauge(name: "signd_ready", help: "1 when every readiness check passed at the last check")
-        keys = registry.makeGauge(name: "signd_keys", help: "Keys in the verifier's set")
-        storeUp = registry.makeGauge(name: "signd_store_up", help: "1 when the replay store answered at the last check")
-        upstreamUp = registry.makeGauge(name: "signd_upstream_up", help: "1 when the upstream accepted a connection at the last check")
-        keyReloadFailures = registry.makeCounter(name: "signd_key_reload_failures_total", help: "Key file changes that failed to load")
+        requestDuration = registry.makeDurationHistogram(descriptor: Self.named("signd_request_duration_seconds",
+                                                                                             "Time from a request's head to its response's head"),
+                                                         buckets: Self.buckets)
+        upstreamDuration = registry.makeDurationHistogram(descriptor: Self.named("signd_upstream_duration_seconds",
+                                                                                              "Time from forwarding a request to the upstream's response head"),
+                                                          buckets: Self.buckets)
+        ready = registry.makeGauge(descriptor: Self.named("signd_ready", "1 when every readiness check passed at the last check"))
+        keys = registry.makeGauge(descriptor: Self.named("signd_keys", "Keys in the verifier's set"))
+        storeUp = registry.makeGauge(descriptor: Self.named("signd_store_up", "1 when the replay store answered at the last check"))
+        upstreamUp = registry.makeGauge(descriptor: Self.named("signd_upstream_up", "1 when the upstream accepted a connection at the last check"))
+        keyReloadFailures = registry.makeCounter(descriptor: Self.named("signd_key_reload_failures_total", "Key file changes that failed to load"))
+    }
+
+    /// A metric's full name and help text (no unit appended: the names carry theirs).
+    static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
     func request(status: Int, elapsed: Duration) {
-        registry.makeCounter(name: "signd_requests_total", labels: [("status", String(status))], help: "Requests answered, by status").increment()
+        registry.makeCounter(descriptor: Self.named("signd_requests_total", "Requests answered, by status"), labels: [("status", String(status))]).increment()
         requestDuration.record(elapsed)
     }
 
     /// `status` is the upstream's status code, `failed` or `timeout`.
     func upstream(_ status: String, elapsed: Duration) {
-        registry.makeCounter(name: "signd_upstream_responses_total", labels: [("status", status)],
-                             help: "Upstream answers, by status, or failed and timeout").increment()
+        registry.makeCounter(descriptor: Self.named("signd_upstream_responses_total", "Upstream answers, by status, or failed and timeout"),
+                             labels: [("status", status)]).increment()
         upstreamDuration.record(elapsed)
     }
 }

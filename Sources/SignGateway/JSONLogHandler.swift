@@ -16,10 +16,11 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                    file: String, function: String, line: UInt) {
-        var object: [String: String] = ["time": Self.timestamp(), "level": level.rawValue, "label": label, "message": message.description]
-        for (key, value) in self.metadata.merging(metadata ?? [:], uniquingKeysWith: { $1 }) { object[key] = value.description }
+    /// The event's error is not written: its description could carry what a line must not.
+    public func log(event: LogEvent) {
+        var object: [String: String] = ["time": Self.timestamp(), "level": event.level.rawValue, "label": label,
+                                        "message": event.message.description]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { object[key] = value.description }
         guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         data.append(0x0A)
         FileHandle.standardError.write(data)

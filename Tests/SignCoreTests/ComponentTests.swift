@@ -305,7 +305,7 @@ import Testing
         }
         var random = SystemRandomNumberGenerator()
         times += (0..<2_000).map { _ in Int64.random(in: 100_000_000...WToken.maxCreated, using: &random) }
-        for created in times + times.filter { $0 != Int64.min }.map { -$0 } {
+        for created in times + times.filter({ $0 != Int64.min }).map({ -$0 }) {
             let token = WToken(keyID: "k", created: created, lifetime: 60, nonce: Nonce(words: (1, 2)),
                                targetHint: [1, 2, 3, 4, 5, 6], account: "", coveredHeaders: [], signature: Array(repeating: 7, count: 32))
             let fields = token.encoded.split(separator: ".", omittingEmptySubsequences: false)

@@ -61,7 +61,7 @@ import Testing
                 let postAnswer = try await Self.json(posted)
                 #expect(posted.status == .ok && postAnswer["bytes"] == "10")
                 let file = folder.path + "/upload.bin"
-                FileManager.default.createFile(atPath: file, contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }))
+                _ = FileManager.default.createFile(atPath: file, contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }))
                 var put = HTTPClientRequest(url: base + "/v1/blobs/1")
                 put.method = .PUT
                 let uploaded = try await http.execute(put, body: try .file(atPath: file), signer: signer, timeout: .seconds(10))
@@ -156,7 +156,7 @@ import Testing
                 let old = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: Signer(key: Self.key), timeout: .seconds(10))
                 #expect(old.status == .unauthorized)
                 // A broken file keeps the keys in use.
-                FileManager.default.createFile(atPath: keys, contents: Data("{not json".utf8))
+                _ = FileManager.default.createFile(atPath: keys, contents: Data("{not json".utf8))
                 try await Task.sleep(for: .milliseconds(2500))
                 let still = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10))
                 #expect(still.status == .ok)

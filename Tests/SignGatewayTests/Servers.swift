@@ -118,7 +118,7 @@ final class TemporaryFolder: Sendable {
     func writeKeys(_ keys: [SigningKey], to name: String = "keys.jwks") throws -> String {
         let file = path + "/" + name
         let temporary = file + ".new"
-        FileManager.default.createFile(atPath: temporary, contents: Data(try JWK.serialize(keys, includePrivate: true).utf8),
+        _ = FileManager.default.createFile(atPath: temporary, contents: Data(try JWK.serialize(keys, includePrivate: true).utf8),
                                        attributes: [.posixPermissions: 0o600])
         guard rename(temporary, file) == 0 else { throw POSIXError(.EIO) }  // atomically, as an operator would
         return file
