@@ -1,19 +1,31 @@
 // swift-tools-version:6.0
-// libFuzzer targets for every SignCore parser. Build and run with scripts/fuzz;
-// CI replays the crashers in Crashers/ and runs each target briefly.
+// libFuzzer targets for every SignCore parser and SignHTTP's checks of what a server receives.
+// Build and run with scripts/fuzz; CI replays the crashers in Crashers/ and runs each target briefly.
 import PackageDescription
 
 let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerify", "FuzzJWK", "FuzzCoveredHeaders", "FuzzBase64", "FuzzEd25519Point"]
+// The HTTP layer's targets: SignHTTP on swift-http-types' requests.
+let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter"]
 
 let package = Package(
     name: "FuzzTesting",
-    dependencies: [.package(name: "SignCore", path: "..")],
+    dependencies: [
+        .package(name: "SignCore", path: ".."),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    ],
     targets: [
         .target(name: "FuzzCommon", dependencies: [.product(name: "SignCore", package: "SignCore")]),
     ] + fuzzers.map { name in
         .executableTarget(
             name: name,
             dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    } + httpFuzzers.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignHTTP", package: "SignCore"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         )
     },
