@@ -37,8 +37,8 @@ enum GatewayFields {
 ///
 /// Forwarded fields: the client's, less hop-by-hop fields, the whash and wtoken (spent), and the
 /// identity fields, which are always removed first and then set from the verified signature
-/// only: a client can never name an identity itself. `x-forwarded-host` and `x-forwarded-proto`
-/// are set the same way. A streamed body that fails its whash aborts the upstream request before
+/// only: a client can never name an identity itself. The verdict, `x-forwarded-host`,
+/// `x-forwarded-proto`, `x-forwarded-for` and `forwarded` are set the same way. A streamed body that fails its whash aborts the upstream request before
 /// its end (the connection is closed) and the client gets the refusal.
 struct ProxyMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext

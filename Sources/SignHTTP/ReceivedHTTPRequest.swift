@@ -49,6 +49,7 @@ public struct ServerOrigin: Sendable, Equatable {
             while index < bytes.count, isRegNameByte(bytes[index]) { index += 1 }
             guard index > 0 else { return false }
         }
+        guard index <= 255 else { return false }  // SPEC §2.4: a host of at most 255 bytes
         guard index < bytes.count else { return true }
         guard bytes[index] == UInt8(ascii: ":") else { return false }
         let port = bytes[(index + 1)...]
@@ -80,13 +81,15 @@ public struct ServerOrigin: Sendable, Equatable {
     /// Refuses (`invalidURL`) a request target that is not an origin-form path a server would
     /// forward as it is (RFC 9112 §3.2.1): it starts with `/` and holds no `#` (a fragment is
     /// never sent, and the canonical URL would drop what follows it), no `\`, no space and no
-    /// control byte. Bytes from 0x80 are left to the canonical URL's UTF-8 check.
+    /// control byte, and no byte from 0x80: a request target is ASCII (RFC 9112 §3.2, RFC 3986
+    /// §2), and raw UTF-8 is where a `/` or `?` followed by a combining mark reads as one
+    /// character to one server and as a separator to another.
     public static func validate(target: String) throws(SignCoreError) {
         let bytes = target.utf8
         guard bytes.first == UInt8(ascii: "/") else {
             throw SignCoreError(.invalidURL, "the request target is not an absolute path")
         }
-        guard !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "\\") }) else {
+        guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "\\") }) else {
             throw SignCoreError(.invalidURL, "the request target holds a byte no request target may hold")
         }
     }

@@ -22,9 +22,19 @@ public struct RetryPolicy: Sendable, Equatable {
     /// How long to wait before attempt `attempt + 1` after a response, or nil to stop.
     public func delay(status: Int, retryAfter: String?, attempt: Int) -> Duration? {
         guard attempt < maxAttempts, status == 503 else { return nil }
-        // RFC 9110 §10.2.3: delay-seconds (an HTTP-date is not worth trusting a clock for: 1 s).
-        let seconds = retryAfter.flatMap { Int($0.filter { $0 != " " && $0 != "\t" }) } ?? 1
-        let delay = Duration.seconds(max(0, seconds))
+        // RFC 9110 §10.2.3: delay-seconds, 1*DIGIT with optional whitespace around it. Anything
+        // else (an HTTP-date is not worth trusting a clock for, `-1`, `1 0`) counts as 1 s; more
+        // digits than fit are longer than any delay honoured.
+        var delay = Duration.seconds(1)
+        if let value = retryAfter?.utf8.drop(while: { $0 == 0x20 || $0 == 0x09 }).reversed().drop(while: { $0 == 0x20 || $0 == 0x09 }),
+           !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }) {
+            var seconds: Int64 = 0
+            for digit in value.reversed() {
+                guard seconds <= (Int64.max - 9) / 10 else { return nil }
+                seconds = seconds * 10 + Int64(digit - 0x30)
+            }
+            delay = .seconds(seconds)
+        }
         return delay <= maxDelay ? delay : nil
     }
 

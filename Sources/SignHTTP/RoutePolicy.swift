@@ -17,12 +17,12 @@ public enum SignatureRequirement: String, Sendable, Codable, CaseIterable {
 /// first matching rule wins, and `fallback` (by default `require`) covers every other request.
 ///
 /// Servers resolve one path in different ways (nginx decodes percent-escapes and merges
-/// slashes, Tomcat drops `;` parameters before it resolves `..`, IIS ignores case), so a path is
-/// given the **strictest** requirement among every way an upstream could read it: as received,
-/// and resolved (`PathPattern.resolutions`: escapes decoded, `\` as `/`, repeated slashes merged,
-/// dot segments removed, with and without `;` parameters, and case-folded). `/public/..;/admin`
-/// cannot borrow `/public/**`'s rule from a `/admin/**` that requires more, and a path not in
-/// plain form never gets less than the fallback.
+/// slashes, Tomcat drops `;` parameters before it resolves `..`, Apache may keep `%2F`, a router
+/// on the raw path keeps `..`, IIS reads `\` as `/` and ignores case), so a path is given the
+/// **strictest** requirement among every way an upstream could read it (`PathPattern.readings`:
+/// each of those steps taken both ways, at the level of bytes). `/public/..;/admin` cannot borrow
+/// `/public/**`'s rule from a `/admin/**` that requires more, and a path whose readings fall
+/// under different rules never gets less than the fallback.
 public struct RoutePolicy: Sendable, Equatable {
     public struct Rule: Sendable, Equatable, CustomStringConvertible {
         /// The methods the rule applies to; empty for every method.
@@ -59,7 +59,7 @@ public struct RoutePolicy: Sendable, Equatable {
             methods.isEmpty ? pattern.text : methods.map(\.rawValue).sorted().joined(separator: ",") + " " + pattern.text
         }
 
-        func matches(_ method: HTTPRequest.Method, _ segments: [Substring], folded: Bool = false) -> Bool {
+        func matches(_ method: HTTPRequest.Method, _ segments: [[UInt8]], folded: Bool = false) -> Bool {
             (methods.isEmpty || methods.contains(method)) && pattern.matches(segments, folded: folded)
         }
     }
@@ -79,28 +79,31 @@ public struct RoutePolicy: Sendable, Equatable {
     /// form, or `*` for the fallback): `path` is the request target's path, with or without its query.
     public func requirement(method: HTTPRequest.Method, path: some StringProtocol) -> (signature: SignatureRequirement, route: String) {
         guard !rules.isEmpty else { return (fallback, "*") }
-        var strictest: (signature: SignatureRequirement, route: String)
-        var readings = PathPattern.resolutions(of: path)
-        if let segments = PathPattern.plainSegments(of: path) {
-            strictest = first(method, segments, folded: false)
-            readings.append(segments)  // read folded below, where case can matter
-        } else {
-            strictest = (fallback, "*")
-        }
+        let bytes = PathPattern.pathBytes(of: path)
+        let plain = PathPattern.plainSegments(of: bytes)
+        let readings = plain.map { [$0] } ?? PathPattern.readings(of: bytes)
         // Case decides only when a reading or a pattern has an upper-case letter.
         let patternsHaveUpperCase = rules.contains { $0.pattern.hasUpperCase }
-        for resolved in readings where strictest.signature != .require {
-            let caseMatters = patternsHaveUpperCase || resolved.contains { $0.utf8.contains { (0x41...0x5A).contains($0) } }
+        var strictest: (signature: SignatureRequirement, route: String)?
+        var decided = Set<String>()
+        for resolved in readings where strictest?.signature != .require {
+            let caseMatters = patternsHaveUpperCase || resolved.contains { $0.contains { (0x41...0x5A).contains($0) } }
             for folded in caseMatters ? [false, true] : [false] {
-                let candidate = first(method, folded ? resolved.map { Substring($0.lowercased()) } : resolved, folded: folded)
-                if candidate.signature.strictness > strictest.signature.strictness { strictest = candidate }
+                let candidate = first(method, folded ? resolved.map(PathPattern.asciiLowercased) : resolved, folded: folded)
+                decided.insert(candidate.route)
+                if candidate.signature.strictness > strictest?.signature.strictness ?? -1 { strictest = candidate }
             }
         }
-        return strictest
+        // A path not in plain form whose readings fall under different rules is read two ways
+        // (and one that is not absolute, no way a server would): never less than the fallback,
+        // whatever way was not foreseen here.
+        let absolute = bytes.first == UInt8(ascii: "/")
+        if plain == nil, decided.count > 1 || !absolute, fallback.strictness > strictest?.signature.strictness ?? -1 { return (fallback, "*") }
+        return strictest ?? (fallback, "*")
     }
 
     /// The first rule matching `segments` (compared case-folded when `folded`), else the fallback.
-    private func first(_ method: HTTPRequest.Method, _ segments: [Substring], folded: Bool) -> (signature: SignatureRequirement, route: String) {
+    private func first(_ method: HTTPRequest.Method, _ segments: [[UInt8]], folded: Bool) -> (signature: SignatureRequirement, route: String) {
         for rule in rules where rule.matches(method, segments, folded: folded) {
             return (rule.signature, rule.description)
         }
@@ -119,12 +122,14 @@ extension SignatureRequirement {
     }
 }
 
-/// A path pattern: `/`-separated segments, each literal, `*` (exactly one segment) or, last,
-/// `**` (any number of segments, none included). Case-sensitive, compared with the request's
-/// path as received (percent-encoding included).
+/// A path pattern: `/`-separated segments, each literal, `*` (exactly one non-empty segment) or,
+/// last, `**` (any number of segments, none included). Case-sensitive, compared byte for byte
+/// with the request's path as received (percent-encoding included) and as upstreams resolve it.
 public struct PathPattern: Sendable, Equatable {
     public let text: String
-    let segments: [Substring]
+    let segments: [[UInt8]]
+    /// The segments in ASCII lower case, for paths compared as a case-insensitive server would.
+    let foldedSegments: [[UInt8]]
 
     /// At most this many characters: a pattern is configuration, not data.
     public static let maxLength = 1024
@@ -133,70 +138,152 @@ public struct PathPattern: Sendable, Equatable {
         guard text.utf8.count <= Self.maxLength, text.utf8.first == UInt8(ascii: "/") else {
             throw SignCoreError(.invalidConfiguration, "a path pattern starts with / and has at most \(Self.maxLength) characters")
         }
-        guard let segments = Self.plainSegments(of: text) else {
-            throw SignCoreError(.invalidConfiguration, "a path pattern has no empty, . or .. segments and no encoded / . or \\")
+        guard let segments = Self.plainSegments(of: Array(text.utf8)) else {
+            throw SignCoreError(.invalidConfiguration,
+                                "a path pattern has no empty, . or .. segments, no %, \\ or ; and only visible ASCII characters")
         }
         for (index, segment) in segments.enumerated() {
-            if segment == "**", index != segments.count - 1 {
+            if segment == Self.anySegments, index != segments.count - 1 {
                 throw SignCoreError(.invalidConfiguration, "** may only end a path pattern")
             }
-            if segment != "*", segment != "**", segment.contains("*") {
+            if segment != Self.oneSegment, segment != Self.anySegments, segment.contains(UInt8(ascii: "*")) {
                 throw SignCoreError(.invalidConfiguration, "* stands for a whole segment in a path pattern")
             }
         }
         self.text = text
         self.segments = segments
-        self.foldedSegments = segments.map { Substring($0.lowercased()) }
+        self.foldedSegments = segments.map(Self.asciiLowercased)
     }
 
-    /// The segments in lower case, for paths compared as a case-insensitive server would.
-    let foldedSegments: [Substring]
+    static let oneSegment = Array("*".utf8)
+    static let anySegments = Array("**".utf8)
+
     var hasUpperCase: Bool { foldedSegments != segments }
 
-    func matches(_ path: [Substring], folded: Bool = false) -> Bool {
+    public static func == (a: PathPattern, b: PathPattern) -> Bool { a.text == b.text }
+
+    func matches(_ path: [[UInt8]], folded: Bool = false) -> Bool {
         var index = 0
         for segment in folded ? foldedSegments : segments {
-            if segment == "**" { return true }
-            guard index < path.count, segment == "*" || segment == path[index] else { return false }
+            if segment == Self.anySegments { return true }
+            // An empty segment (a reading that keeps `//`) is no `*`: no router gives a route
+            // parameter an empty value.
+            guard index < path.count, segment == Self.oneSegment ? !path[index].isEmpty : segment == path[index] else { return false }
             index += 1
         }
         return index == path.count
     }
 
-    /// The paths an upstream could resolve `path` to, as segments: percent-escapes decoded
-    /// (`%2F` and `%5C` included, as nginx does), `\` read as `/`, repeated slashes merged, `.`
-    /// and `..` removed (RFC 3986 §5.2.4, never above the root); once keeping `;` parameters in
-    /// their segment and once dropping them (Tomcat: `/a/..;/b` is `/b`). Empty for a plain path
-    /// without `;`, which reads one way only.
-    static func resolutions(of path: some StringProtocol) -> [[Substring]] {
-        let path = Substring(path.prefix { $0 != "?" && $0 != "#" })
-        let plain = !path.contains("%") && !path.contains("\\") && !path.contains(";") && !path.contains("//")
-            && !path.split(separator: "/").contains { $0 == "." || $0 == ".." }
-        if plain { return [] }
-        let decoded = String(decoding: percentDecoded(Array(path.utf8)), as: UTF8.self).replacingOccurrences(of: "\\", with: "/")
-        var results: [[Substring]] = []
-        for dropParameters in [false, true] {
-            var stack: [Substring] = []
-            let parts = decoded.split(separator: "/", omittingEmptySubsequences: false)
-            for (index, part) in parts.enumerated() {
-                let segment = dropParameters ? (part.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? part) : part
-                if segment == "." { continue }
-                if segment == ".." { _ = stack.popLast(); continue }
-                if segment.isEmpty, index != parts.count - 1 || stack.isEmpty { continue }  // merged slashes; a trailing one stays
-                stack.append(segment)
+    static func asciiLowercased(_ bytes: [UInt8]) -> [UInt8] { bytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 } }
+
+    /// The path's bytes up to its query or fragment: cut at the byte, whatever follows it (a
+    /// `?` followed by a combining mark is one Swift Character, never one byte).
+    static func pathBytes(of path: some StringProtocol) -> [UInt8] {
+        Array(path.utf8.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") })
+    }
+
+    /// The segments of a path in plain form, which every server reads one way, or nil: it
+    /// starts with `/` and has only visible ASCII bytes, none of `%`, `\` or `;`, no empty
+    /// segment but a trailing one, no `.` or `..` segment. `/` alone is no segments; a trailing
+    /// `/` is an empty last segment (`/dir/` differs from `/dir`).
+    static func plainSegments(of bytes: [UInt8]) -> [[UInt8]]? {
+        guard bytes.first == UInt8(ascii: "/") else { return nil }
+        if bytes.count == 1 { return [] }
+        guard !bytes.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: ";") })
+        else { return nil }
+        let segments = bytes.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map(Array.init)
+        for (index, segment) in segments.enumerated() {
+            if segment == [0x2E] || segment == [0x2E, 0x2E] { return nil }
+            if segment.isEmpty, index != segments.count - 1 { return nil }
+        }
+        return segments
+    }
+
+    /// How an upstream may take each step of resolving a path.
+    enum Decoding: CaseIterable { case none, unreserved, allButSlash, all }
+    enum Parameters: CaseIterable { case kept, droppedBeforeDecoding, droppedAfterDecoding }
+
+    /// Every way an upstream could resolve a path not in plain form, as segments: percent-escapes
+    /// kept, decoded for unreserved characters only, for all but `%2F` (Apache's `NoDecode`) or
+    /// for all (nginx, Tomcat); `\` kept as data (nginx, Tomcat) or read as `/` (IIS); `;`
+    /// parameters kept, or dropped from each segment before (Tomcat) or after decoding; repeated
+    /// slashes merged (nginx, Apache) or kept (RFC 3986 §5.2.4 as written, Envoy, WHATWG URL
+    /// parsers); dot segments removed (RFC 3986 §5.2.4, never above the root) or kept (a router on
+    /// the raw path). A step that cannot change this path is taken one way only; the readings
+    /// are distinct. (Case is the caller's: `RoutePolicy.requirement` folds ASCII.)
+    static func readings(of path: [UInt8]) -> [[[UInt8]]] {
+        // A target that is not an absolute path (no server resolves one) is read as if it were.
+        let bytes = path.first == UInt8(ascii: "/") ? path : [UInt8(ascii: "/")] + path
+        func has(_ byte: UInt8) -> Bool { bytes.contains(byte) }
+        let escapes = has(UInt8(ascii: "%"))
+        let backslashes = escapes || has(UInt8(ascii: "\\"))
+        let parameters = escapes || has(UInt8(ascii: ";"))
+        // Dropping `/;/`'s parameter, decoding `%2F` or reading `\` as `/` can make `//`.
+        let slashes = parameters || backslashes || bytes.indices.dropFirst().contains { bytes[$0] == 0x2F && bytes[$0 - 1] == 0x2F }
+        let dots = escapes || has(UInt8(ascii: "."))
+        var seen = Set<[[UInt8]]>()
+        var results: [[[UInt8]]] = []
+        for decoding in escapes ? Decoding.allCases : [.none] {
+            for backslashIsSlash in backslashes ? [false, true] : [false] {
+                for dropping in parameters ? Parameters.allCases : [.kept] {
+                    for merges in slashes ? [false, true] : [false] {
+                        for removesDots in dots ? [false, true] : [false] {
+                            let reading = resolve(bytes, decoding: decoding, backslashIsSlash: backslashIsSlash, parameters: dropping,
+                                                  mergesSlashes: merges, removesDots: removesDots)
+                            if seen.insert(reading).inserted { results.append(reading) }
+                        }
+                    }
+                }
             }
-            if !results.contains(stack) { results.append(stack) }
         }
         return results
     }
 
-    /// Every `%XX` of two hex digits decoded; anything else kept as it is.
-    private static func percentDecoded(_ bytes: [UInt8]) -> [UInt8] {
+    /// One reading of `path` (starting with `/`): `/` is no segment, a trailing `/` an empty last one.
+    static func resolve(_ path: [UInt8], decoding: Decoding, backslashIsSlash: Bool, parameters: Parameters,
+                        mergesSlashes: Bool, removesDots: Bool) -> [[UInt8]] {
+        let slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\")
+        var bytes = path
+        if backslashIsSlash { bytes = bytes.map { $0 == backslash ? slash : $0 } }
+        if parameters == .droppedBeforeDecoding { bytes = droppingParameters(bytes) }
+        bytes = decoded(bytes, decoding)
+        if backslashIsSlash { bytes = bytes.map { $0 == backslash ? slash : $0 } }
+        if parameters == .droppedAfterDecoding { bytes = droppingParameters(bytes) }
+        var parts = bytes.split(separator: slash, omittingEmptySubsequences: false).map(Array.init)
+        if !parts.isEmpty { parts.removeFirst() }  // before the leading `/`
+        if mergesSlashes { parts = parts.enumerated().filter { !$0.element.isEmpty || $0.offset == parts.count - 1 }.map(\.element) }
+        var stack: [[UInt8]] = []
+        for (index, part) in parts.enumerated() {
+            if removesDots, part == [0x2E] || part == [0x2E, 0x2E] {
+                if part.count == 2 { _ = stack.popLast() }
+                if index == parts.count - 1 { stack.append([]) }  // `/a/b/..` is `/a/`
+                continue
+            }
+            stack.append(part)
+        }
+        return stack == [[]] ? [] : stack
+    }
+
+    /// Each `;` up to the next `/` dropped: `/a;x=1/b;y` is `/a/b`.
+    static func droppingParameters(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var inParameters = false
+        for byte in bytes {
+            if byte == UInt8(ascii: "/") { inParameters = false } else if byte == UInt8(ascii: ";") { inParameters = true }
+            if !inParameters { out.append(byte) }
+        }
+        return out
+    }
+
+    /// `%XX` of two hex digits decoded as `decoding` says; anything else kept as it is.
+    static func decoded(_ bytes: [UInt8], _ decoding: Decoding) -> [UInt8] {
+        guard decoding != .none else { return bytes }
         func hex(_ byte: UInt8) -> UInt8? {
             switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            case 0x30...0x39: byte - 0x30
+            case 0x41...0x46: byte - 0x41 + 10
+            case 0x61...0x66: byte - 0x61 + 10
             default: nil
             }
         }
@@ -205,31 +292,28 @@ public struct PathPattern: Sendable, Equatable {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) {
-                out.append(high << 4 | low)
-                index += 3
-            } else {
-                out.append(bytes[index])
-                index += 1
+                let byte = high << 4 | low
+                let decodes = switch decoding {
+                case .none: false
+                case .unreserved: isUnreserved(byte)
+                case .allButSlash: byte != UInt8(ascii: "/")
+                case .all: true
+                }
+                if decodes {
+                    out.append(byte)
+                    index += 3
+                    continue
+                }
             }
+            out.append(bytes[index])
+            index += 1
         }
         return out
     }
 
-    /// The segments of a path up to its query, or nil when it is not in plain form: not
-    /// starting with `/`, an empty (`//`), `.` or `..` segment, a backslash, or a percent-encoded
-    /// `.`, `/` or `\` anywhere. `/` alone is no segments; a trailing `/` is an empty last
-    /// segment, which is allowed (`/dir/` differs from `/dir`).
-    static func plainSegments(of path: some StringProtocol) -> [Substring]? {
-        let path = Substring(path.prefix { $0 != "?" && $0 != "#" })
-        guard path.utf8.first == UInt8(ascii: "/") else { return nil }
-        if path.utf8.count == 1 { return [] }
-        let lowered = path.utf8.contains(UInt8(ascii: "%")) ? path.lowercased() : ""
-        if path.contains("\\") || lowered.contains("%2e") || lowered.contains("%2f") || lowered.contains("%5c") { return nil }
-        let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        for (index, segment) in segments.enumerated() {
-            if segment == "." || segment == ".." { return nil }
-            if segment.isEmpty, index != segments.count - 1 { return nil }
-        }
-        return segments
+    /// RFC 3986 §2.3.
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
+            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
     }
 }

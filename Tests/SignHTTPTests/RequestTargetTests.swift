@@ -63,10 +63,10 @@ import Testing
     }
 
     @Test func targetsAreOriginFormPaths() throws {
-        for target in ["/", "/v1/orders?id=1&q=a%20b", "/a;b=c/..;/d", "/caf%C3%A9", "/café", "/a?b"] {
+        for target in ["/", "/v1/orders?id=1&q=a%20b", "/a;b=c/..;/d", "/caf%C3%A9", "/a?b"] {
             #expect(throws: Never.self, "\(target)") { try ServerOrigin.validate(target: target) }
         }
-        for target in ["", "*", "http://evil.example/x", "admin", "/admin#x", "/#", "/a b", "/a\\b", "/a\tb", "/a\u{7f}", "/a\r\nX: y", "/a\u{0}"] {
+        for target in ["", "*", "http://evil.example/x", "admin", "/admin#x", "/#", "/a b", "/a\\b", "/a\tb", "/a\u{7f}", "/a\r\nX: y", "/a\u{0}", "/café", "/a/\u{301}", "/a?\u{301}"] {
             #expect(throws: SignCoreError.self, "\(target.debugDescription)") { try ServerOrigin.validate(target: target) }
         }
     }
