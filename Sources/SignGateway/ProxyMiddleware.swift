@@ -230,27 +230,3 @@ extension ProxyMiddleware {
         }
     }
 }
-
-/// Refuses, on every route and before anything else, a request whose host or target a server
-/// could read two ways (400: an authority that is not `host[:port]`, a second `Host`, a target
-/// that is not an origin-form path, `ServerOrigin.validate`), and one announcing a body over its
-/// route's limit (413, unread). What passes is forwarded as verified.
-struct RequestTargetMiddleware: RouterMiddleware {
-    typealias Context = GatewayRequestContext
-    let defaults: RouteSettings
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do throws(SignCoreError) {
-            try ReceivedRequest.checkHost(request.head)
-            if let authority = request.head.authority { try ServerOrigin.validate(authority: authority) }
-            try ServerOrigin.validate(target: request.head.path ?? "")
-            let limit = (context.routeSettings ?? defaults).body.limit
-            if let length = request.headers[.contentLength].flatMap(Int64.init), length > limit {
-                throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
-            }
-        } catch {
-            return Response(Refusal(error))
-        }
-        return try await next(request, context)
-    }
-}

@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SignCore
+import SignHTTP
+
+/// Refuses, on every route and before anything else, what signd could not forward exactly as
+/// it would verify it, and bodies no route takes:
+///
+/// - 400 `invalidURL`: no `Host`; an authority that is not `host[:port]`, a second `Host`, a
+///   target that is not an origin-form path (`ServerOrigin.validate`; an absolute-form target
+///   reaches signd as its path, with `Host` as the authority, and is forwarded so), a malformed
+///   percent-escape, or a target the upstream request would carry differently (the HTTP client
+///   re-encodes a path that is not valid UTF-8 once decoded: `/admin/%ff` would reach the
+///   upstream as `/`);
+/// - 400 `unexpectedBody`: a GET, HEAD, OPTIONS or DELETE announcing a body (SPEC §3: none is
+///   ever signed), unread;
+/// - 413 `bodyTooLarge`: a `Content-Length` over the route's limit, unread.
+///
+/// A refusal of a request whose body was announced closes the connection (`Connection: close`,
+/// and the inbound stream ended): the rest of that body is never read.
+struct RequestTargetMiddleware: RouterMiddleware {
+    typealias Context = GatewayRequestContext
+    let defaults: RouteSettings
+    /// The upstream's `scheme://host:port`, to check a target the way the HTTP client reads it.
+    let upstream: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let announcesBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
+        var response: Response
+        do throws(SignCoreError) {
+            try check(request, limit: (context.routeSettings ?? defaults).body.limit)
+        } catch {
+            response = Response(Refusal(error))
+            if announcesBody {
+                response.headers[.connection] = "close"
+                await Self.stopReading(request.body)
+            }
+            return response
+        }
+        response = try await next(request, context)
+        if announcesBody, response.headers[Refusal.errorField] != nil { response.headers[.connection] = "close" }
+        return response
+    }
+
+    /// Ends the connection's inbound stream, so that the server closes the connection after the
+    /// response instead of reading (draining) the rest of a body nobody will take: a read of it
+    /// that is cancelled finishes the stream (SwiftNIO's async sequence producer), as when an
+    /// upstream answers early (`UpstreamBody.finish`). Only for a body nothing has read yet.
+    static func stopReading(_ body: RequestBody) async {
+        let reader = Task { for try await _ in body {} }
+        reader.cancel()
+        _ = await reader.result
+    }
+
+    private func check(_ request: Request, limit: Int64) throws(SignCoreError) {
+        let head = request.head
+        try ReceivedRequest.checkHost(head)
+        guard let authority = head.authority else { throw SignCoreError(.invalidURL, "the request has no Host (RFC 9112 §3.2)") }
+        try ServerOrigin.validate(authority: authority)
+        let target = head.path ?? ""
+        try ServerOrigin.validate(target: target)
+        try Self.checkForwardable(target, upstream: upstream)
+        if (try? RequestMethod(token: request.method.rawValue))?.contentClass == .url,
+           request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0 {
+            throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
+        }
+        if let length = request.headers[.contentLength].flatMap(Int64.init), length > limit {
+            throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
+        }
+    }
+
+    /// Every `%` begins an escape of two hex digits (RFC 3986 §2.1), and the request line the
+    /// HTTP client writes for `upstream + target` has exactly `target` (it rebuilds the path
+    /// from Foundation's `URL`, as `URL.percentEncodedPath` and `query`).
+    static func checkForwardable(_ target: String, upstream: String) throws(SignCoreError) {
+        let bytes = Array(target.utf8)
+        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "%") {
+            guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else {
+                throw SignCoreError(.invalidURL, "the request target has a % that does not begin an escape")
+            }
+        }
+        guard let url = URL(string: upstream + target) else {
+            throw SignCoreError(.invalidURL, "the request target cannot be forwarded as it is")
+        }
+        let path = url.path.isEmpty ? "/" : URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? url.path
+        guard path + (url.query.map { "?" + $0 } ?? "") == target else {
+            throw SignCoreError(.invalidURL, "the request target cannot be forwarded as it is")
+        }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
+}
