@@ -52,7 +52,8 @@ public struct IPNetwork: Sendable, Hashable {
         guard parts.count <= 2, let address = IPAddress(parts[0]) else { return nil }
         let bits = address.bytes.count * 8
         if parts.count == 2 {
-            guard let length = Int(parts[1]), (0...bits).contains(length), parts[1].allSatisfy(\.isASCII) else { return nil }
+            guard (1...3).contains(parts[1].utf8.count), parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let length = Int(parts[1]), (0...bits).contains(length) else { return nil }
             prefixLength = length
         } else {
             prefixLength = bits
@@ -73,16 +74,22 @@ public struct IPNetwork: Sendable, Hashable {
 }
 
 /// Sets the context's client address first thing: the TCP peer's, unless the peer is a trusted
-/// proxy; then the rightmost address its `Forwarded` (RFC 7239) or, when it sent none,
-/// `X-Forwarded-For` names that is not itself a trusted proxy. A list that cannot be read
-/// (a name that is not an address, `unknown`, an obfuscated identifier) ends the walk at the
-/// last trusted hop. Fields from anyone else are never read (and are removed upstream).
+/// proxy; then the rightmost address that is not itself a trusted proxy in the one field the
+/// proxies write (`X-Forwarded-For`, or RFC 7239 `Forwarded` when configured so: proxies that
+/// write one pass a client's other one through untouched). A list that cannot be read (a name
+/// that is not an address, `unknown`, an obfuscated identifier, a malformed element) ends the
+/// walk at the last trusted hop, and so does the 32nd hop. Fields from anyone else are never
+/// read (and are removed upstream).
 struct ClientAddressMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
     let trusted: [IPNetwork]
+    /// Which field the trusted proxies write.
+    let field: GatewayConfiguration.ProxyField
 
     static let forwarded = HTTPField.Name("forwarded")!
     static let forwardedFor = HTTPField.Name("x-forwarded-for")!
+    /// The most hops read from a trusted proxy's list.
+    static let maxHops = 32
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -93,17 +100,18 @@ struct ClientAddressMiddleware: RouterMiddleware {
     /// The client and the hops from it to signd (the client first, the peer last), all addresses.
     func chain(peer: IPAddress?, fields: HTTPFields) -> [IPAddress] {
         guard let peer else { return [] }
-        var chain = [peer]
-        guard isTrusted(peer) else { return chain }
-        let reported = fields[values: Self.forwarded].isEmpty
-            ? fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",") }.map { Self.trim($0) }
-            : fields[values: Self.forwarded].flatMap { $0.split(separator: ",") }.map(Self.forValue)
+        var reversed = [peer]
+        guard isTrusted(peer) else { return reversed }
+        let reported: [String?] = switch field {
+        case .xForwardedFor: fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { Self.trim($0) }
+        case .forwarded: fields[values: Self.forwarded].flatMap { Self.forValues($0) ?? [nil] }
+        }
         for entry in reported.reversed() {
-            guard let address = entry.flatMap(IPAddress.init) else { break }
-            chain.insert(address, at: 0)
+            guard reversed.count <= Self.maxHops, let address = entry.flatMap(IPAddress.init) else { break }
+            reversed.append(address)
             if !isTrusted(address) { break }
         }
-        return chain
+        return reversed.reversed()
     }
 
     func isTrusted(_ address: IPAddress) -> Bool { trusted.contains { $0.contains(address) } }
@@ -112,22 +120,69 @@ struct ClientAddressMiddleware: RouterMiddleware {
         String(text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }
 
-    /// The address of a `Forwarded` element's `for` parameter (`for=192.0.2.1`,
-    /// `for="[2001:db8::1]:4711"`), or nil (absent, `unknown`, `_hidden`, not an address).
-    static func forValue(_ element: Substring) -> String? {
-        for pair in element.split(separator: ";") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, trim(parts[0]).lowercased() == "for" else { continue }
-            var value = Substring(trim(parts[1]))
-            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = value.dropFirst().dropLast() }
-            if value.hasPrefix("[") {
-                guard let close = value.firstIndex(of: "]") else { return nil }
-                return String(value[value.index(after: value.startIndex)..<close])
+    /// The `for` address of each element of a `Forwarded` field value (RFC 7239 §4: elements by
+    /// `,`, pairs by `;`, each value a token or a quoted-string, in which `,` `;` `=` are text),
+    /// nil for an element without one or whose `for` is no address (`unknown`, `_hidden`); nil
+    /// for the whole value when it does not parse.
+    static func forValues(_ value: String) -> [String?]? {
+        var elements: [String?] = []
+        var current: String?
+        var bytes = Array(value.utf8)[...]
+        func skipSpace() { while let b = bytes.first, b == 0x20 || b == 0x09 { bytes.removeFirst() } }
+        while true {
+            skipSpace()
+            // name
+            var name: [UInt8] = []
+            while let b = bytes.first, b != UInt8(ascii: "="), b != UInt8(ascii: ";"), b != UInt8(ascii: ","), b != 0x20, b != 0x09 {
+                name.append(b); bytes.removeFirst()
             }
-            // An IPv4 address with a port: the part before the colon (an IPv6 one is bracketed).
-            if let colon = value.firstIndex(of: ":"), value.filter({ $0 == ":" }).count == 1 { return String(value[..<colon]) }
-            return String(value)
+            skipSpace()
+            if !name.isEmpty {
+                guard bytes.first == UInt8(ascii: "=") else { return nil }
+                bytes.removeFirst()
+                skipSpace()
+                var text: [UInt8] = []
+                if bytes.first == UInt8(ascii: "\"") {
+                    bytes.removeFirst()
+                    var closed = false
+                    while let b = bytes.first {
+                        bytes.removeFirst()
+                        if b == UInt8(ascii: "\\") {
+                            guard let escaped = bytes.first else { return nil }
+                            text.append(escaped); bytes.removeFirst()
+                        } else if b == UInt8(ascii: "\"") {
+                            closed = true; break
+                        } else {
+                            text.append(b)
+                        }
+                    }
+                    guard closed else { return nil }
+                } else {
+                    while let b = bytes.first, b != UInt8(ascii: ";"), b != UInt8(ascii: ","), b != 0x20, b != 0x09 {
+                        guard b > 0x20, b < 0x7F, b != UInt8(ascii: "\""), b != UInt8(ascii: "=") else { return nil }
+                        text.append(b); bytes.removeFirst()
+                    }
+                    guard !text.isEmpty else { return nil }
+                }
+                if String(decoding: name, as: UTF8.self).lowercased() == "for" {
+                    guard current == nil else { return nil }  // one `for` per element
+                    current = address(in: String(decoding: text, as: UTF8.self))
+                }
+                skipSpace()
+            }
+            guard let b = bytes.first else { elements.append(current); return elements }
+            bytes.removeFirst()
+            if b == UInt8(ascii: ",") { elements.append(current); current = nil } else if b != UInt8(ascii: ";") { return nil }
         }
-        return nil
+    }
+
+    /// The address of a `for` value: `192.0.2.1`, `192.0.2.1:4711`, `[2001:db8::1]:4711`, `[2001:db8::1]`.
+    static func address(in value: String) -> String? {
+        if value.hasPrefix("[") {
+            guard let close = value.firstIndex(of: "]") else { return nil }
+            return String(value[value.index(after: value.startIndex)..<close])
+        }
+        if let colon = value.firstIndex(of: ":"), value.filter({ $0 == ":" }).count == 1 { return String(value[..<colon]) }
+        return value
     }
 }

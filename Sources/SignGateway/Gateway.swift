@@ -104,7 +104,7 @@ public final class Gateway: Service {
 
         let router = Router(context: GatewayRequestContext.self)
         router.add(middleware: RouteMiddleware(routes: routes))
-        router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies))
+        router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies, field: configuration.trustedProxyField))
         router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
         router.add(middleware: RequestTargetMiddleware(defaults: routes.defaults, upstream: configuration.upstream))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))

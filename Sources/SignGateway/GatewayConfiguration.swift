@@ -25,9 +25,11 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var healthPath = "/.well-known/signcore/health"
     /// Answered by signd itself: readiness (keys, last reload, store, upstream).
     public var readyPath = "/.well-known/signcore/ready"
-    /// Networks of the proxies in front of signd (CIDR): only their `Forwarded` and
-    /// `X-Forwarded-For` are read, to find the client's address.
+    /// Networks of the proxies in front of signd (CIDR): only their `trustedProxyField` is
+    /// read, to find the client's address.
     public var trustedProxies: [String] = []
+    /// The field the trusted proxies write: `x-forwarded-for` or `forwarded`.
+    public var trustedProxyField = ProxyField.xForwardedFor
     /// The Prometheus endpoint, on a listener of its own; nil (JSON `null`) for none.
     public var metrics: Metrics? = Metrics()
     /// One log line per request at `info`.
@@ -77,6 +79,11 @@ public struct GatewayConfiguration: Sendable, Decodable {
         case memory, postgres
     }
 
+    public enum ProxyField: String, Sendable, CaseIterable, ConfigurationChoice {
+        case xForwardedFor = "x-forwarded-for"
+        case forwarded
+    }
+
     public enum BodyMode: String, Sendable, CaseIterable, ConfigurationChoice {
         case buffered, streamed
     }
@@ -115,10 +122,16 @@ public struct GatewayConfiguration: Sendable, Decodable {
         /// `"GET /api/**"`, `"/health"`...: see RoutePolicy.
         public var route: String
         public var signature: SignatureRequirement
-        /// This route's body mode and limit, in place of the top-level `body`.
-        public var body: Body?
+        /// This route's body mode and limit, in place of the top-level `body`'s (a member not
+        /// set is the top-level one).
+        public var body: RouteBody?
         /// This route's upstream timeout, in place of the top-level one.
         public var upstreamTimeout: Int64?
+    }
+
+    public struct RouteBody: Sendable, Decodable {
+        public var mode: BodyMode?
+        public var limit: Int64?
     }
 
     public struct Body: Sendable, Decodable {
@@ -243,7 +256,7 @@ extension KeyedDecodingContainer<AnyKey> {
 extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
-                                     "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
+                                     "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "trustedProxyField", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
                                      "limits"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
@@ -253,6 +266,7 @@ extension GatewayConfiguration {
         try c.set(&upstreamTimeout, "upstreamTimeout"); try c.set(&upstreamConnectTimeout, "upstreamConnectTimeout")
         try c.set(&upstreamConnections, "upstreamConnections"); try c.set(&logLevel, "logLevel")
         try c.set(&limits, "limits"); try c.set(&readyPath, "readyPath"); try c.set(&trustedProxies, "trustedProxies")
+        try c.set(&trustedProxyField, "trustedProxyField")
         try c.set(&accessLog, "accessLog")
         let metricsKey = AnyKey(stringValue: "metrics")
         if c.contains(metricsKey) { metrics = try c.decodeNil(forKey: metricsKey) ? nil : c.decode(Metrics.self, forKey: metricsKey) }
@@ -286,10 +300,14 @@ extension GatewayConfiguration {
         // Identity fields are signd's own: never a field a client sends for its own purposes.
         let reserved: Set<String> = ["authorization", "cookie", "host", "content-type", "content-length", "transfer-encoding", "connection",
                                      headerNames.whash.lowercased(), headerNames.wtoken.lowercased()]
+        var taken = Set<String>()
         for (member, name) in [("keyID", identityHeaders.keyID), ("account", identityHeaders.account), ("algorithm", identityHeaders.algorithm),
-                               ("verdict", identityHeaders.verdict)]
-        where reserved.contains(name.lowercased()) {
-            throw refuse("identityHeaders.\(member)", "a field of signd's own, not \(name)")
+                               ("verdict", identityHeaders.verdict)] {
+            // Compared as signd removes them: any case, `_` for `-`.
+            let spelling = name.lowercased().replacingOccurrences(of: "_", with: "-")
+            guard !reserved.contains(name.lowercased()), !["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"].contains(spelling)
+            else { throw refuse("identityHeaders.\(member)", "a field of signd's own, not \(name)") }
+            guard taken.insert(spelling).inserted else { throw refuse("identityHeaders.\(member)", "a name no other identity field has") }
         }
     }
 }
@@ -357,7 +375,7 @@ extension GatewayConfiguration.Route {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["route", "signature", "body", "upstreamTimeout"])
         route = try c.required("route"); signature = try c.required("signature")
-        body = try c.decodeIfPresent(GatewayConfiguration.Body.self, forKey: AnyKey(stringValue: "body"))
+        body = try c.decodeIfPresent(GatewayConfiguration.RouteBody.self, forKey: AnyKey(stringValue: "body"))
         upstreamTimeout = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "upstreamTimeout"))
         if let upstreamTimeout, upstreamTimeout < 1 {
             throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).upstreamTimeout is at least 1 second")
@@ -370,6 +388,17 @@ extension GatewayConfiguration.Body {
         let c = try decoder.members(["mode", "limit"])
         try c.set(&mode, "mode"); try c.set(&limit, "limit")
         guard limit >= 0 else { throw SignCoreError(.invalidConfiguration, "configuration: body.limit is 0 or more bytes") }
+    }
+}
+
+extension GatewayConfiguration.RouteBody {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["mode", "limit"])
+        mode = try c.decodeIfPresent(GatewayConfiguration.BodyMode.self, forKey: AnyKey(stringValue: "mode"))
+        limit = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "limit"))
+        if let limit, limit < 0 {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).limit is 0 or more bytes")
+        }
     }
 }
 

@@ -202,6 +202,11 @@ struct ProxyMiddleware: RouterMiddleware {
         } catch {
             await upload?.finish()
             // The upstream failed or did not answer in time: nothing of the request in the log.
+            // Every upstream connection busy for the connect timeout: never sent, so safe to retry.
+            if let clientError = error as? HTTPClientError, clientError == .getConnectionFromPoolTimeout {
+                metrics.upstream("busy", elapsed: ContinuousClock.now - started)
+                return Response(Refusal(SignCoreError(.overloaded, "every connection to the upstream is busy")))
+            }
             let timedOut = (error as? HTTPClientError).map { [.deadlineExceeded, .readTimeout].contains($0) } ?? false
             metrics.upstream(timedOut ? "timeout" : "failed", elapsed: ContinuousClock.now - started)
             context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error))),

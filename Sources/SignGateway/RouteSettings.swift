@@ -21,12 +21,15 @@ struct GatewayRoutes: Sendable {
         self.policy = policy
         defaults = RouteSettings(body: Self.handling(configuration.body), upstreamTimeout: .seconds(configuration.upstreamTimeout))
         var byRoute: [String: RouteSettings] = [:]
-        for (rule, route) in zip(policy.rules, configuration.policy.routes) where route.body != nil || route.upstreamTimeout != nil {
-            // The first rule of a written form decides (RoutePolicy), so its settings do too.
-            if byRoute[rule.description] == nil {
-                byRoute[rule.description] = RouteSettings(body: route.body.map(Self.handling) ?? defaults.body,
-                                                          upstreamTimeout: route.upstreamTimeout.map { .seconds($0) } ?? defaults.upstreamTimeout)
-            }
+        var seen = Set<String>()
+        for (rule, route) in zip(policy.rules, configuration.policy.routes) {
+            // The first rule of a written form decides (RoutePolicy), so its settings do too; a
+            // route's body members it does not set are the top-level ones.
+            guard seen.insert(rule.description).inserted, route.body != nil || route.upstreamTimeout != nil else { continue }
+            let body = GatewayConfiguration.Body(mode: route.body?.mode ?? configuration.body.mode,
+                                                 limit: route.body?.limit ?? configuration.body.limit)
+            byRoute[rule.description] = RouteSettings(body: Self.handling(body),
+                                                      upstreamTimeout: route.upstreamTimeout.map { .seconds($0) } ?? defaults.upstreamTimeout)
         }
         self.byRoute = byRoute
     }
@@ -49,9 +52,10 @@ struct RouteMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let route = routes.policy.requirement(method: request.method, path: request.uri.path).route
-        context.route = route
-        context.routeSettings = routes.settings(for: route)
+        let decision = routes.policy.decision(method: request.method, path: request.uri.path)
+        context.route = decision.route
+        // A path read under several rules gets no rule's own settings (SignatureMiddleware agrees).
+        context.routeSettings = decision.ambiguous ? routes.defaults : routes.settings(for: decision.route)
         return try await next(request, context)
     }
 }

@@ -8,8 +8,9 @@ import ServiceLifecycle
 import SignPostgres
 
 /// Readiness, checked in the background every `interval` (so a flood of probes never reaches
-/// the database or the upstream): keys loaded, the last key reload succeeded, the replay store
-/// answers within its timeout, the upstream accepts a TCP connection. `readyPath` answers from
+/// the database or the upstream): keys loaded, the replay store answers within its timeout, the
+/// upstream accepts a TCP connection. (A failed key reload is counted, not made unready: one bad
+/// file pushed to a fleet must not take every instance out while the old keys still verify.) `readyPath` answers from
 /// the last check; the metrics gauges follow it.
 final class StatusMonitor: Service, Sendable {
     struct Status: Sendable {
@@ -20,7 +21,9 @@ final class StatusMonitor: Service, Sendable {
         var upstreamOK = false
         var failing: [String] {
             guard checked else { return ["starting"] }
-            return (keys > 0 ? [] : ["keys"]) + (reloadOK ? [] : ["keyReload"]) + (storeOK ? [] : ["store"]) + (upstreamOK ? [] : ["upstream"])
+            // A failed reload keeps the keys in use, which still verify: it shows in the metrics and
+            // the log, and makes signd unready only when no key is left.
+            return (keys > 0 ? [] : ["keys"]) + (storeOK ? [] : ["store"]) + (upstreamOK ? [] : ["upstream"])
         }
     }
 
@@ -35,7 +38,9 @@ final class StatusMonitor: Service, Sendable {
         self.verifier = verifier
         self.store = store
         let url = URL(string: upstream)
-        self.upstream = (url?.host ?? "127.0.0.1", url?.port ?? (url?.scheme == "https" ? 443 : 80))
+        // An IPv6 host without its brackets (Foundation keeps them on Linux).
+        let host = (url?.host ?? "127.0.0.1").trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        self.upstream = (host, url?.port ?? (url?.scheme == "https" ? 443 : 80))
         self.interval = interval
         self.metrics = metrics
     }
@@ -93,8 +98,8 @@ final class StatusMonitor: Service, Sendable {
 
 /// Answers the health (liveness: signd serves requests) and readiness paths itself, before any
 /// verification; never forwarded. Readiness is 200 when every check of the status monitor passed,
-/// otherwise 503 naming the failing checks (`keys`, `keyReload`, `store`, `upstream`, or
-/// `starting` before the first check).
+/// otherwise 503 naming the failing checks (`keys`, `store`, `upstream`, or `starting` before
+/// the first check).
 struct HealthMiddleware<Context: RequestContext>: RouterMiddleware {
     let healthPath: String
     let readyPath: String

@@ -21,9 +21,10 @@ final class UpstreamBody: Sendable {
         let chunks = Chunks()
         self.chunks = chunks
         reader = Task {
+            var iterator = body.makeAsyncIterator()
             do {
                 var count: Int64 = 0
-                for try await chunk in body {
+                while let chunk = try await iterator.next() {
                     count += Int64(chunk.readableBytes)
                     guard count <= limit else { throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes") }
                     try await chunks.send(chunk)
@@ -31,6 +32,12 @@ final class UpstreamBody: Sendable {
                 chunks.end(nil)
             } catch {
                 chunks.end(error)
+                // Stopped before the body's end (the upstream answered early, or past the limit): one
+                // more read, in this task cancelled, ends the client's inbound stream (SwiftNIO
+                // finishes a sequence whose read is cancelled), so the server closes the connection
+                // instead of reading (draining) the rest.
+                withUnsafeCurrentTask { $0?.cancel() }
+                _ = try? await iterator.next()
             }
         }
     }

@@ -78,15 +78,42 @@ public struct RoutePolicy: Sendable, Equatable {
     /// The requirement for a request, and the route that decided it (the matching rule's written
     /// form, or `*` for the fallback): `path` is the request target's path, with or without its query.
     public func requirement(method: HTTPRequest.Method, path: some StringProtocol) -> (signature: SignatureRequirement, route: String) {
-        guard !rules.isEmpty else { return (fallback, "*") }
+        let decision = decision(method: method, path: path)
+        return (decision.signature, decision.route)
+    }
+
+    /// What the policy decides for a request, and whether its path reads under more than one rule.
+    public struct Decision: Sendable, Equatable {
+        public var signature: SignatureRequirement
+        /// The deciding rule's written form, `*` for the fallback.
+        public var route: String
+        /// The path is not in plain form and its readings fall under different rules (or it is
+        /// too long to read every way, or holds escapes some server decodes into a separator, a
+        /// control byte or invalid UTF-8): no rule's own settings should apply to it.
+        public var ambiguous: Bool
+    }
+
+    /// The strictest requirement among every reading of the path (`PathPattern.readings`); for
+    /// an ambiguous path, never less than the fallback.
+    public func decision(method: HTTPRequest.Method, path: some StringProtocol) -> Decision {
+        guard !rules.isEmpty else { return Decision(signature: fallback, route: "*", ambiguous: false) }
         let bytes = PathPattern.pathBytes(of: path)
         let plain = PathPattern.plainSegments(of: bytes)
+        guard plain != nil || PathPattern.isReadable(bytes) else {
+            // Too long to read every way: the strictest rule that could apply to it at all.
+            var strictest = Decision(signature: fallback, route: "*", ambiguous: true)
+            for rule in rules where (rule.methods.isEmpty || rule.methods.contains(method)) && rule.signature.strictness > strictest.signature.strictness {
+                strictest = Decision(signature: rule.signature, route: rule.description, ambiguous: true)
+            }
+            return strictest
+        }
         let readings = plain.map { [$0] } ?? PathPattern.readings(of: bytes)
         // Case decides only when a reading or a pattern has an upper-case letter.
         let patternsHaveUpperCase = rules.contains { $0.pattern.hasUpperCase }
         var strictest: (signature: SignatureRequirement, route: String)?
         var decided = Set<String>()
-        for resolved in readings where strictest?.signature != .require {
+        // Done once `require` is found and the path is known to read under two rules.
+        for resolved in readings where strictest?.signature != .require || decided.count < 2 {
             let caseMatters = patternsHaveUpperCase || resolved.contains { $0.contains { (0x41...0x5A).contains($0) } }
             for folded in caseMatters ? [false, true] : [false] {
                 let candidate = first(method, folded ? resolved.map(PathPattern.asciiLowercased) : resolved, folded: folded)
@@ -94,12 +121,14 @@ public struct RoutePolicy: Sendable, Equatable {
                 if candidate.signature.strictness > strictest?.signature.strictness ?? -1 { strictest = candidate }
             }
         }
-        // A path not in plain form whose readings fall under different rules is read two ways
-        // (and one that is not absolute, no way a server would): never less than the fallback,
-        // whatever way was not foreseen here.
-        let absolute = bytes.first == UInt8(ascii: "/")
-        if plain == nil, decided.count > 1 || !absolute, fallback.strictness > strictest?.signature.strictness ?? -1 { return (fallback, "*") }
-        return strictest ?? (fallback, "*")
+        let chosen = strictest ?? (fallback, "*")
+        // A path not in plain form read under different rules (or not absolute, or with escapes
+        // some server decodes into what ends or hides a segment): never less than the fallback,
+        // whatever way of reading it was not foreseen here.
+        let ambiguous = plain == nil
+            && (decided.count > 1 || bytes.first != UInt8(ascii: "/") || PathPattern.hasTreacherousEscapes(bytes))
+        if ambiguous, fallback.strictness > chosen.signature.strictness { return Decision(signature: fallback, route: "*", ambiguous: true) }
+        return Decision(signature: chosen.signature, route: chosen.route, ambiguous: ambiguous)
     }
 
     /// The first rule matching `segments` (compared case-folded when `folded`), else the fallback.
@@ -197,6 +226,29 @@ public struct PathPattern: Sendable, Equatable {
             if segment.isEmpty, index != segments.count - 1 { return nil }
         }
         return segments
+    }
+
+    /// Paths up to this many bytes and segments are read every way (`readings`: at most 96
+    /// readings); a longer one that is not plain gets the strictest rule for its method.
+    static let maxReadableBytes = 1024
+    static let maxReadableSegments = 64
+
+    static func isReadable(_ bytes: [UInt8]) -> Bool {
+        bytes.count <= maxReadableBytes && bytes.lazy.filter { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") }.count <= maxReadableSegments
+    }
+
+    /// `%u` (IIS's UTF-16 escapes), or an escape that decodes, once or twice, to `%`, `?`, `#`, a
+    /// control byte, or bytes that are not UTF-8: what some server reads as a separator, a second
+    /// escape, the end of a C string, or an overlong `.` or `/`.
+    static func hasTreacherousEscapes(_ bytes: [UInt8]) -> Bool {
+        guard bytes.contains(UInt8(ascii: "%")) else { return false }
+        for index in bytes.indices.dropLast() where bytes[index] == UInt8(ascii: "%") && (bytes[index + 1] | 0x20) == UInt8(ascii: "u") {
+            return true
+        }
+        let once = decoded(bytes, .all)
+        if once.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) { return true }
+        if once.contains(UInt8(ascii: "%")), decoded(once, .all) != once { return true }
+        return String(validating: once, as: UTF8.self) == nil
     }
 
     /// How an upstream may take each step of resolving a path.

@@ -26,7 +26,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     public let policy: RoutePolicy
     public let body: BodyHandling
     /// Body handling for particular routes, by the rule's written form (`Rule.description`, as
-    /// `RoutePolicy.requirement` returns it); other routes get `body`.
+    /// `RoutePolicy.decision` returns it); other routes, and paths read under several rules
+    /// (`Decision.ambiguous`), get `body`.
     public let routeBodies: [String: BodyHandling]
     let audit: SignatureAudit
 
@@ -45,14 +46,16 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let (requirement, route) = policy.requirement(method: request.method, path: request.uri.path)
+        let decision = policy.decision(method: request.method, path: request.uri.path)
+        let (requirement, route) = (decision.signature, decision.route)
         if requirement == .off { return try await next(request, context) }
         var request = request
         var context = context
         let started = ContinuousClock.now
         do {
             try checkConnectionField(of: request)
-            let body = routeBodies.isEmpty ? self.body : routeBodies[route] ?? self.body
+            // A path read under several rules gets no rule's own body handling.
+            let body = routeBodies.isEmpty || decision.ambiguous ? self.body : routeBodies[route] ?? self.body
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
             let (bodyWHash, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
                                                               route: route, verified: tokenVerified)

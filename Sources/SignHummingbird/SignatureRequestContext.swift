@@ -7,14 +7,14 @@ import SignCore
 public protocol SignatureRequestContext: RequestContext {
     var signature: VerifiedRequest? { get set }
     /// What the middleware decided, for handlers (and a proxy) that must tell a `monitor` route's
-    /// failure from an `off` route. A context without storage for it reads `.unchecked` or
-    /// `.verified` from `signature`.
+    /// failure from an `off` route. A context without storage for it reads `.unchecked` or, from
+    /// `signature`, `.verified(bodyStreamed: true)`: not knowing, it never claims a body whole.
     var signatureVerdict: SignatureVerdict { get set }
 }
 
 extension SignatureRequestContext {
     public var signatureVerdict: SignatureVerdict {
-        get { signature == nil ? .unchecked : .verified(bodyStreamed: false) }
+        get { signature == nil ? .unchecked : .verified(bodyStreamed: true) }
         set {}
     }
 }

@@ -13,25 +13,38 @@ import Testing
 /// What an operator runs signd with: the client's address behind trusted proxies, metrics,
 /// readiness and the access log.
 @Suite(.serialized) struct GatewayOperationsTests {
-    /// The client address found behind proxies: only a trusted peer's list is read, from the
-    /// right, up to the first address that is not a trusted proxy.
+    /// The client address found behind proxies: only a trusted peer's list is read, only the
+    /// field the proxies write, from the right, up to the first address that is not a trusted proxy.
     @Test(arguments: [
-        // (peer, Forwarded, X-Forwarded-For, expected chain)
-        ("203.0.113.5", nil, "10.0.0.1", ["203.0.113.5"]),                           // an untrusted peer's list is never read
-        ("127.0.0.1", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),
-        ("127.0.0.1", nil, "1.1.1.1, 198.51.100.7, 10.0.0.2", ["198.51.100.7", "10.0.0.2", "127.0.0.1"]),  // the client wrote 1.1.1.1
-        ("127.0.0.1", nil, "10.0.0.3,10.0.0.2", ["10.0.0.3", "10.0.0.2", "127.0.0.1"]),  // only proxies: the farthest
-        ("127.0.0.1", nil, "198.51.100.7, garbage", ["127.0.0.1"]),                 // unreadable: stop at the last trusted hop
-        ("127.0.0.1", nil, "", ["127.0.0.1"]),
-        ("127.0.0.1", "for=192.0.2.60;proto=http;by=203.0.113.43", "1.1.1.1", ["192.0.2.60", "127.0.0.1"]),  // Forwarded wins
-        ("127.0.0.1", "for=\"[2001:db8:cafe::17]:4711\"", nil, ["2001:db8:cafe::17", "127.0.0.1"]),
-        ("127.0.0.1", "for=192.0.2.43:8080, for=10.0.0.9", nil, ["192.0.2.43", "10.0.0.9", "127.0.0.1"]),
-        ("127.0.0.1", "for=unknown", nil, ["127.0.0.1"]),
-        ("127.0.0.1", "for=_hidden, for=10.0.0.9", nil, ["10.0.0.9", "127.0.0.1"]),
-        ("::ffff:127.0.0.1", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),  // an IPv4-mapped peer is its IPv4 address
-    ] as [(String, String?, String?, [String])])
-    func clientAddressBehindTrustedProxies(peer: String, forwarded: String?, forwardedFor: String?, expected: [String]) throws {
-        let middleware = ClientAddressMiddleware(trusted: ["127.0.0.0/8", "10.0.0.0/8"].compactMap(IPNetwork.init))
+        // (peer, field read, Forwarded, X-Forwarded-For, expected chain)
+        ("203.0.113.5", "x-forwarded-for", nil, "10.0.0.1", ["203.0.113.5"]),               // an untrusted peer's list is never read
+        ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),
+        ("127.0.0.1", "x-forwarded-for", nil, "1.1.1.1, 198.51.100.7, 10.0.0.2", ["198.51.100.7", "10.0.0.2", "127.0.0.1"]),
+        ("127.0.0.1", "x-forwarded-for", nil, "10.0.0.3,10.0.0.2", ["10.0.0.3", "10.0.0.2", "127.0.0.1"]),  // only proxies: the farthest
+        ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7, garbage", ["127.0.0.1"]),       // unreadable: the last trusted hop
+        ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7,,10.0.0.2", ["10.0.0.2", "127.0.0.1"]),  // an empty entry too
+        ("127.0.0.1", "x-forwarded-for", nil, "", ["127.0.0.1"]),
+        // A client's Forwarded passed through by a proxy that writes X-Forwarded-For is never read.
+        ("127.0.0.1", "x-forwarded-for", "for=6.6.6.6", "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),
+        ("127.0.0.1", "x-forwarded-for", "for=6.6.6.6", nil, ["127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43", "1.1.1.1", ["192.0.2.60", "127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=\"[2001:db8:cafe::17]:4711\"", nil, ["2001:db8:cafe::17", "127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=192.0.2.43:8080, for=10.0.0.9", nil, ["192.0.2.43", "10.0.0.9", "127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=unknown", nil, ["127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=_hidden, for=10.0.0.9", nil, ["10.0.0.9", "127.0.0.1"]),
+        // A quoted host holding `,for=`: one element, its own `for` the client.
+        ("127.0.0.1", "forwarded", "for=203.0.113.5;host=\"x,for=198.51.100.7;a\"", nil, ["203.0.113.5", "127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=203.0.113.5;host=\"unterminated", nil, ["127.0.0.1"]),  // does not parse: nothing read
+        ("127.0.0.1", "forwarded", "for=1.1.1.1;for=2.2.2.2", nil, ["127.0.0.1"]),
+        ("127.0.0.1", "forwarded", nil, "198.51.100.7", ["127.0.0.1"]),
+        ("::ffff:127.0.0.1", "x-forwarded-for", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),  // an IPv4-mapped peer
+        // A long list of trusted hops: read up to 32.
+        ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7, " + Array(repeating: "10.0.0.1", count: 40).joined(separator: ", "),
+         Array(repeating: "10.0.0.1", count: 32) + ["127.0.0.1"]),
+    ] as [(String, String, String?, String?, [String])])
+    func clientAddressBehindTrustedProxies(peer: String, field: String, forwarded: String?, forwardedFor: String?, expected: [String]) throws {
+        let middleware = ClientAddressMiddleware(trusted: ["127.0.0.0/8", "10.0.0.0/8"].compactMap { IPNetwork($0) },
+                                                 field: try #require(GatewayConfiguration.ProxyField(rawValue: field)))
         var fields = HTTPFields()
         if let forwarded { fields[ClientAddressMiddleware.forwarded] = forwarded }
         if let forwardedFor { fields[ClientAddressMiddleware.forwardedFor] = forwardedFor }
@@ -47,7 +60,8 @@ import Testing
         #expect(IPNetwork("fd00::/8")?.contains(IPAddress("10.0.0.1")!) == false)
         #expect(IPNetwork("::1")?.contains(IPAddress("::1")!) == true)
         #expect(IPNetwork("0.0.0.0/0")?.contains(IPAddress("8.8.8.8")!) == true)
-        for bad in ["10.0.0.0/33", "10.0.0.0/", "10.0.0.0/8/8", "example.com", "10.0.0.0/-1", "::1/129", "", "10.0.0.0/٣"] {
+        for bad in ["10.0.0.0/33", "10.0.0.0/", "10.0.0.0/8/8", "example.com", "10.0.0.0/-1", "::1/129", "", "10.0.0.0/٣", "10.0.0.0/-0",
+                    "10.0.0.0/+8", "10.0.0.0/0008"] {
             #expect(IPNetwork(bad) == nil, "\(bad)")
         }
     }
@@ -186,6 +200,29 @@ import Testing
         #expect(!upstream.all.contains { $0.path == "/v1/x" })
     }
 
+    /// A route's settings: its own members over the top-level ones, the first rule of a written
+    /// form deciding, and none for a path read under several rules.
+    @Test func routeSettingsInheritAndAmbiguousPathsGetTheDefaults() throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let routes: [[String: Any]] = [
+            ["route": "/api/**", "signature": "require"],
+            ["route": "/upload/**", "signature": "require", "body": ["limit": 1 << 30]],
+            ["route": "/x/**", "signature": "require"],
+            ["route": "/x/**", "signature": "off", "body": ["mode": "streamed", "limit": 1 << 30]],
+        ]
+        let configuration = try GatewayConfiguration.parse(Data(GatewayTests.configuration(upstream: 1, keys: keys, [
+            "body": ["mode": "streamed", "limit": 4096], "policy": ["routes": routes]]).utf8))
+        let gateway = try Gateway(configuration: configuration, logger: quietLogger)
+        let routesSettings = gateway.routes
+        #expect(routesSettings.settings(for: "/upload/**").body == .streamed(limit: 1 << 30), "mode from the top level")
+        #expect(routesSettings.settings(for: "/x/**").body == .streamed(limit: 4096), "the first /x/** has no settings of its own")
+        #expect(routesSettings.byRoute["/x/**"] == nil)
+        // `/upload/..%2Fapi/orders` reads as /upload/** raw and /api/** resolved: neither's settings.
+        let decision = routesSettings.policy.decision(method: .post, path: "/upload/..%2Fapi/orders")
+        #expect(decision.signature == .require && decision.ambiguous)
+    }
+
     @Test func operationsConfigurationIsChecked() throws {
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([GatewayTests.key])
@@ -198,6 +235,11 @@ import Testing
             ("policy", ["routes": [["route": "/a", "signature": "off", "upstreamTimeout": 0]]], "policy.routes[0].upstreamTimeout is at least 1"),
             ("policy", ["routes": [["route": "/a", "signature": "off", "body": ["mode": "lazy"]]]], "policy.routes[0].body.mode is buffered or streamed"),
             ("policy", ["routes": [["route": "/a", "signature": "off", "timeout": 1]]], "unknown member policy.routes[0].timeout"),
+            ("policy", ["routes": [["route": "/a", "signature": "off", "body": ["limit": -1]]]], "policy.routes[0].body.limit is 0 or more"),
+            ("identityHeaders", ["verdict": "signcore-account"], "identityHeaders.verdict is a name no other"),
+            ("identityHeaders", ["verdict": "Signcore_Key_ID"], "identityHeaders.verdict is a name no other"),
+            ("identityHeaders", ["account": "x-forwarded-for"], "identityHeaders.account is a field of signd's own"),
+            ("trustedProxyField", "x-real-ip", "trustedProxyField is x-forwarded-for or forwarded"),
         ]
         for (member, value, expected) in bad {
             do {

@@ -36,6 +36,27 @@ import Testing
         }
     }
 
+    /// Escapes some server decodes into a separator, a second escape, a control byte or invalid
+    /// UTF-8, and paths too long to read every way, never get less than the fallback.
+    @Test func treacherousAndLongPathsGetTheFallback() throws {
+        let policy = RoutePolicy([try .init("/admin/**", .require), try .init("/**", .off)], fallback: .monitor)
+        for path in ["/admin%3F/..", "/admin%3f/../x", "/x%23/..", "/public/%252e%252e/admin/x", "/public/..%252fadmin/x", "/a%09/..",
+                     "/public/%u002e%u002e/admin", "/a/%00/..", "/public/..%c0%afadmin/x", "/%c0%ae%c0%ae/admin", "/a/%ff/.."] {
+            let decision = policy.decision(method: .get, path: path)
+            #expect(decision.signature != .off && decision.ambiguous, "\(path): \(decision)")
+        }
+        // Escapes of ordinary characters, a literal %, valid UTF-8: every reading under one rule.
+        for path in ["/files/a%20b", "/files/100%25", "/files/caf%C3%A9", "/files/%41"] {
+            let decision = policy.decision(method: .get, path: path)
+            #expect(decision.signature == .off && decision.route == "/**" && !decision.ambiguous, "\(path)")
+        }
+        // Longer than is read every way: the strictest rule for the method.
+        let long = "/public/" + String(repeating: "a/", count: 600) + "%41;."
+        let decision = policy.decision(method: .get, path: long)
+        #expect(decision.signature == .require && decision.route == "/admin/**" && decision.ambiguous)
+        #expect(policy.decision(method: .get, path: "/public/" + String(repeating: "a/", count: 600)).signature == .off, "plain: one reading")
+    }
+
     @Test func plainPathsKeepTheirRules() throws {
         let policy = RoutePolicy([try .init("/public/**", .off), try .init("GET /status", .off), try .init("/admin/**", .require)],
                                  fallback: .monitor)
