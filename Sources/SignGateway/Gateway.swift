@@ -115,6 +115,7 @@ public final class Gateway: Service {
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
         // request part, so slow headers are closed as silent connections are.
         let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [AbsoluteFormGuard.Installer()],
             idleTimeout: .seconds(limits.idleTimeout),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes))
         var app = Application(router: router, server: .http1(configuration: http1),

@@ -129,14 +129,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
             request.body = RequestBody(asyncSequence: checked)
             return (claimed, true)
         case .streamed(let limit), .buffered(let limit):
-            let collected: ByteBuffer
-            do {
-                collected = try await request.body.collect(upTo: Int(clamping: limit))
-            } catch is NIOTooManyBytesError {
-                throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")
-            } catch {
-                throw SignCoreError(.invalidInput, "the request body did not arrive whole")
-            }
+            let collected = try await request.body.collectStoppingPastLimit(limit)
             request.body = RequestBody(buffer: collected)
             return (collected.withUnsafeReadableBytes { WHash.ofBody($0) }, false)
         }

@@ -314,6 +314,13 @@ import Testing
                 }
                 #expect(try await GatewayBodyTests.raw(port, ["GET \(target) HTTP/1.1"]) == 400, "\(target)")
             }
+            // Absolute-form targets: signd is no forward proxy (the conversion to HTTPRequest would
+            // drop their authority), refused signed or not.
+            for target in ["http://other/admin/x", "https://127.0.0.1:\(port)/admin/x", "HTTP://x?/admin/x", "ftp://a/b", "*"] {
+                let signed = try signer.sign(method: .get, url: "http://127.0.0.1:\(port)/admin/x")
+                #expect(try await GatewayBodyTests.raw(port, ["GET \(target) HTTP/1.1", "whash: \(signed.whash)", "wtoken: \(signed.wtoken)"]) == 400,
+                        "\(target)")
+            }
             // No Host at all (RFC 9112 §3.2).
             let noHost = try await rawHTTP(port: port, "GET /open/x HTTP/1.1\r\nConnection: close\r\n\r\n")
             #expect(statusCode(of: noHost) == 400)

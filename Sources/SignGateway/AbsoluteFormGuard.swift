@@ -1,0 +1,37 @@
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+
+/// The HTTP/1 request line as received, before it becomes an `HTTPRequest`: that conversion
+/// reads an absolute-form target (`GET http://other/admin HTTP/1.1`) as its path and drops its
+/// authority, which RFC 9112 §3.2.2 says wins over `Host`. signd is no forward proxy: such a
+/// target (any that does not start with `/`) is replaced by one no route accepts, so
+/// `ServerOrigin.validate(target:)` refuses it (400) like every other target that is not an
+/// origin-form path.
+final class AbsoluteFormGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(var head) = unwrapInboundIn(data), head.uri.utf8.first != UInt8(ascii: "/") {
+            head.uri = "not-origin-form"
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// Hummingbird adds its extra handlers after the conversion: this one puts the guard just
+    /// before it, then leaves.
+    final class Installer: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = Never
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            let pipeline = context.pipeline.syncOperations
+            if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
+                try? pipeline.addHandler(AbsoluteFormGuard(), position: .before(codec))
+            }
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+    }
+}
