@@ -237,9 +237,10 @@ public struct PathPattern: Sendable, Equatable {
         bytes.count <= maxReadableBytes && bytes.lazy.filter { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") }.count <= maxReadableSegments
     }
 
-    /// `%u` (IIS's UTF-16 escapes), or an escape that decodes, once or twice, to `%`, `?`, `#`, a
-    /// control byte, or bytes that are not UTF-8: what some server reads as a separator, a second
-    /// escape, the end of a C string, or an overlong `.` or `/`.
+    /// `%u` (IIS's UTF-16 escapes), an escape that decodes, once or twice, to `%`, `?`, `#`, a
+    /// control byte, or bytes that are not UTF-8 (what some server reads as a separator, a second
+    /// escape, the end of a C string, or an overlong `.` or `/`), or, with escapes, a segment that
+    /// ends in a space or a dot once decoded (which Windows servers trim).
     static func hasTreacherousEscapes(_ bytes: [UInt8]) -> Bool {
         guard bytes.contains(UInt8(ascii: "%")) else { return false }
         for index in bytes.indices.dropLast() where bytes[index] == UInt8(ascii: "%") && (bytes[index + 1] | 0x20) == UInt8(ascii: "u") {
@@ -247,6 +248,11 @@ public struct PathPattern: Sendable, Equatable {
         }
         let once = decoded(bytes, .all)
         if once.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) { return true }
+        // A segment ending in an encoded space or dot (`..%20`, `admin%2e`): Windows servers trim
+        // those, so `..%20` is `..` there.
+        if once.split(separator: UInt8(ascii: "/")).contains(where: { $0.last == 0x20 || ($0.last == 0x2E && !$0.allSatisfy { $0 == 0x2E }) }) {
+            return true
+        }
         if once.contains(UInt8(ascii: "%")), decoded(once, .all) != once { return true }
         return String(validating: once, as: UTF8.self) == nil
     }

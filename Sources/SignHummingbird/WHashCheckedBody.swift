@@ -40,7 +40,12 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
         var overLimit = false
 
         mutating func next() async throws -> ByteBuffer? {
-            if finished { return nil }
+            // A read in a cancelled task after the body failed still reaches the base, so that its
+            // cancellation ends the connection's inbound stream (the rest is never drained).
+            if finished {
+                if Task.isCancelled { _ = try? await base.next() }
+                return nil
+            }
             while let chunk = try await base.next() {
                 if !overLimit {
                     do {
