@@ -116,6 +116,7 @@ static void sc_random_after_fork(void) { atomic_store(&sc_sentinel->generation, 
 
 /* The current process generation; a new one on the first call in a child. */
 static uint64_t sc_process_generation(void) {
+    if (sc_sentinel == NULL && sc_init() != 0) return 0; /* no library: the caller draws from the system */
     int pid = atomic_load_explicit(&sc_sentinel_pid, memory_order_relaxed);
     if (pid != -1 && pid != (int)getpid()) {
         atomic_store(&sc_sentinel_pid, (int)getpid());
@@ -144,6 +145,7 @@ static void sc_rng_refill(sc_rng_state *rng) {
 void sc_nonce_bytes(void *out16) {
     sc_rng_state *rng = &sc_rng;
     uint64_t generation = sc_process_generation();
+    if (generation == 0) { randombytes_buf(out16, 16); return; }
     if (rng->generation != generation) {
         randombytes_buf(rng->key, sizeof rng->key);
         rng->generation = generation;
@@ -160,6 +162,7 @@ int sc_nonce_differs_after_raw_clone(void) {
 #ifdef __linux__
     unsigned char parent[16], child[16];
     int pipefd[2];
+    if (sc_init() != 0) return -1;
     sc_nonce_bytes(parent); /* the parent's stream is seeded before the clone */
     if (pipe(pipefd) != 0) return -1;
     /* clone(2) without CLONE_VM and with no handler run: what a fork that skips pthread_atfork makes. */
