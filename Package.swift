@@ -97,8 +97,8 @@ let servers: [Target] = [
     // The verifying reverse proxy.
     .target(name: "SignGateway", dependencies: ["SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                                                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                                                 .product(name: "PostgresNIO", package: "postgres-nio"),
                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -167,6 +167,7 @@ if !coreOnly {
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ]
 }
 

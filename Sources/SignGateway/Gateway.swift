@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -24,6 +23,7 @@ public final class Gateway: Service {
     let postgresGuard: PostgresReplayGuard?
     let signature: SignatureMiddleware<GatewayRequestContext>
     let routes: GatewayRoutes
+    let upstream: UpstreamClient.Endpoint
     let origin: ServerOrigin
     let names: SignHeaderNames
     let identity: ProxyMiddleware.IdentityFields
@@ -46,7 +46,10 @@ public final class Gateway: Service {
         self.onMetricsListening = onMetricsListening
         _ = try Self.address(configuration.listen, member: "listen")
         if let metrics = configuration.metrics { _ = try Self.address(metrics.listen, member: "metrics.listen") }
-        try Self.checkUpstream(configuration.upstream)
+        guard let endpoint = UpstreamClient.Endpoint(configuration.upstream) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: upstream is http(s)://host[:port], without a path")
+        }
+        upstream = endpoint
         let keys = try KeyReloader.load(configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys)
         let replayGuard: any ReplayGuard
         switch configuration.replay.store {
@@ -80,7 +83,7 @@ public final class Gateway: Service {
         identity = .init(keyID: try Self.fieldName(fields.keyID), account: try Self.fieldName(fields.account),
                          algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict))
         trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
-        monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: configuration.upstream, interval: .seconds(2), metrics: metrics)
+        monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: endpoint, interval: .seconds(2), metrics: metrics)
         var rules: [RoutePolicy.Rule] = []
         for route in configuration.policy.routes { rules.append(try RoutePolicy.Rule(route.route, route.signature)) }
         routes = GatewayRoutes(policy: RoutePolicy(rules, fallback: configuration.policy.fallback), configuration: configuration)
@@ -93,15 +96,13 @@ public final class Gateway: Service {
     public func run() async throws {
         let configuration = self.configuration
         let (host, port) = try Self.address(configuration.listen, member: "listen")
-        var clientSettings = HTTPClient.Configuration()
-        clientSettings.redirectConfiguration = .disallow
-        clientSettings.decompression = .disabled
-        clientSettings.httpVersion = .http1Only
-        // A failed connection is retried (flaky establishment is common), for this long at most.
-        clientSettings.timeout.connect = .seconds(configuration.upstreamConnectTimeout)
-        clientSettings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.upstreamConnections)
-        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientSettings)
-
+        let upstreamClient: UpstreamClient
+        do {
+            upstreamClient = try UpstreamClient(endpoint: upstream, maxConnections: configuration.upstreamConnections,
+                                                connectTimeout: .seconds(configuration.upstreamConnectTimeout))
+        } catch {
+            throw SignCoreError(.invalidConfiguration, "configuration: upstream: TLS could not be set up (\(error))")
+        }
         let router = Router(context: GatewayRequestContext.self)
         router.add(middleware: RouteMiddleware(routes: routes))
         router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies, field: configuration.trustedProxyField))
@@ -109,7 +110,7 @@ public final class Gateway: Service {
         router.add(middleware: RequestTargetMiddleware(defaults: routes.defaults, upstream: configuration.upstream))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
-        router.add(middleware: ProxyMiddleware(client: httpClient, upstream: configuration.upstream, origin: origin, names: names,
+        router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
                                                identity: identity, defaults: routes.defaults, metrics: metrics))
         let limits = configuration.limits
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
@@ -132,13 +133,8 @@ public final class Gateway: Service {
                                     reported: { [monitor] in monitor.keysReloaded(ok: $0) }),
                         monitor)
         if let settings = configuration.metrics { app.addServices(try metricsApplication(settings)) }
-        do {
-            try await app.run()
-        } catch {
-            try? await httpClient.shutdown()
-            throw error
-        }
-        try await httpClient.shutdown()
+        defer { upstreamClient.shutdown() }
+        try await app.run()
     }
 
     /// The Prometheus text exposition of `metrics.path` on a listener of its own.
@@ -193,13 +189,6 @@ public final class Gateway: Service {
             throw SignCoreError(.invalidConfiguration, "configuration: \(member) is host:port")
         }
         return (String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
-    }
-
-    static func checkUpstream(_ upstream: String) throws(SignCoreError) {
-        guard let url = URL(string: upstream), url.scheme == "http" || url.scheme == "https", url.host != nil,
-              url.path.isEmpty || url.path == "/", url.query == nil, !upstream.hasSuffix("/") else {
-            throw SignCoreError(.invalidConfiguration, "configuration: upstream is http(s)://host[:port], without a path")
-        }
     }
 
     static func readPassword(_ path: String) throws(SignCoreError) -> String {

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -42,8 +41,7 @@ enum GatewayFields {
 /// its end (the connection is closed) and the client gets the refusal.
 struct ProxyMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
-    let client: HTTPClient
-    let upstream: String
+    let client: UpstreamClient
     let origin: ServerOrigin
     let names: SignHeaderNames
     let identity: IdentityFields
@@ -156,19 +154,25 @@ struct ProxyMiddleware: RouterMiddleware {
         }
         fields[ClientAddressMiddleware.forwarded] = Self.forwarded(client: context.clientAddress, host: authority, proto: origin.scheme)
 
-        var outgoing = HTTPClientRequest(url: upstream + (request.head.path ?? "/"))
-        outgoing.method = HTTPMethod(request.method)
-        outgoing.headers = HTTPHeaders(fields)
+        // The target as received and verified, byte for byte (RequestTargetMiddleware checked it).
+        var outgoing = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue),
+                                       uri: request.head.path ?? "/", headers: HTTPHeaders(fields))
         let length = request.headers[.contentLength].flatMap(Int64.init)
         let settings = context.routeSettings ?? defaults
         // The most body bytes forwarded for this request, on every route (`off` ones included).
         let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: settings.body.limit) : nil
-        if let upload { outgoing.body = .stream(upload.chunks, length: length.map { .known($0) } ?? .unknown) }
+        switch (upload, length) {
+        case (nil, _) where ![.GET, .HEAD, .OPTIONS, .DELETE, .TRACE, .CONNECT].contains(outgoing.method):
+            outgoing.headers.replaceOrAdd(name: "content-length", value: "0")
+        case (nil, _): break
+        case (_, let length?): outgoing.headers.replaceOrAdd(name: "content-length", value: String(length))
+        case (_, nil): outgoing.headers.replaceOrAdd(name: "transfer-encoding", value: "chunked")
+        }
         let started = ContinuousClock.now
         do {
-            let response = try await client.execute(outgoing, timeout: settings.upstreamTimeout)
-            metrics.upstream(String(response.status.code), elapsed: ContinuousClock.now - started)
-            var headers = HTTPFields(response.headers, splitCookie: false)
+            let response = try await client.execute(outgoing, body: upload?.chunks, timeout: settings.upstreamTimeout)
+            metrics.upstream(String(response.head.status.code), elapsed: ContinuousClock.now - started)
+            var headers = HTTPFields(response.head.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
             // A signed body still arriving when the upstream answers: its answer is relayed only once
             // the rest of the body has been read and matched the whash (an upstream that acted on a
@@ -185,7 +189,7 @@ struct ProxyMiddleware: RouterMiddleware {
             // An unsigned body the upstream did not wait for: what is left of the request is never
             // read, and the connection cannot serve another.
             if let upload, !upload.isComplete { headers[.connection] = "close" }
-            let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+            let status = HTTPResponse.Status(code: Int(response.head.status.code), reasonPhrase: response.head.status.reasonPhrase)
             return Response(status: status, headers: headers, body: ResponseBody { writer in
                 do {
                     try await writer.write(response.body)
@@ -203,11 +207,11 @@ struct ProxyMiddleware: RouterMiddleware {
             await upload?.finish()
             // The upstream failed or did not answer in time: nothing of the request in the log.
             // Every upstream connection busy for the connect timeout: never sent, so safe to retry.
-            if let clientError = error as? HTTPClientError, clientError == .getConnectionFromPoolTimeout {
+            if error as? UpstreamFailure == .busy {
                 metrics.upstream("busy", elapsed: ContinuousClock.now - started)
                 return Response(Refusal(SignCoreError(.overloaded, "every connection to the upstream is busy")))
             }
-            let timedOut = (error as? HTTPClientError).map { [.deadlineExceeded, .readTimeout].contains($0) } ?? false
+            let timedOut = error as? UpstreamFailure == .timedOut
             metrics.upstream(timedOut ? "timeout" : "failed", elapsed: ContinuousClock.now - started)
             context.logger.warning("upstream request failed", metadata: ["signd.error": .string(String(describing: type(of: error))),
                                                                          "signd.timeout": .stringConvertible(timedOut)])

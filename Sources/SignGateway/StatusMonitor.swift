@@ -34,13 +34,10 @@ final class StatusMonitor: Service, Sendable {
     let metrics: GatewayMetrics
     let state = Locked(Status())
 
-    init(verifier: Verifier, store: PostgresReplayGuard?, upstream: String, interval: Duration, metrics: GatewayMetrics) {
+    init(verifier: Verifier, store: PostgresReplayGuard?, upstream: UpstreamClient.Endpoint, interval: Duration, metrics: GatewayMetrics) {
         self.verifier = verifier
         self.store = store
-        let url = URL(string: upstream)
-        // An IPv6 host without its brackets (Foundation keeps them on Linux).
-        let host = (url?.host ?? "127.0.0.1").trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        self.upstream = (host, url?.port ?? (url?.scheme == "https" ? 443 : 80))
+        self.upstream = (upstream.host, upstream.port)
         self.interval = interval
         self.metrics = metrics
     }

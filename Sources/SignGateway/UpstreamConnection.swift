@@ -1,0 +1,195 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+@_spi(SignCoreTools) import SignCore
+
+/// One HTTP/1.1 connection to the upstream. A task of its own owns the channel and serves one
+/// exchange at a time: it writes the request head, uploads the body in a child task while it
+/// reads the response, hands the response head to the caller and its body chunk by chunk.
+///
+/// The connection is kept for another exchange only when both messages ended cleanly and the
+/// upstream keeps it alive. When the response ends while the body is still uploading (an
+/// upstream that answered early), the upload stops and the connection closes: the task then
+/// ends, and nothing of the exchange is left waiting.
+final class UpstreamConnection: Sendable {
+    typealias Channel = NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+
+    let channel: any NIOCore.Channel
+    private let exchanges: AsyncStream<Exchange>.Continuation
+
+    private struct Exchange: Sendable {
+        let head: HTTPRequestHead
+        let body: ChunkHandoff?
+        let timeout: TimeAmount
+        let reply: CheckedContinuation<UpstreamResponse, any Error>
+    }
+
+    var isActive: Bool { channel.isActive }
+
+    private init(channel: any NIOCore.Channel, exchanges: AsyncStream<Exchange>.Continuation) {
+        self.channel = channel
+        self.exchanges = exchanges
+    }
+
+    /// Connects (TLS when the endpoint says so) and starts the connection's task.
+    static func open(_ endpoint: UpstreamClient.Endpoint, tls: NIOSSLContext?, group: any EventLoopGroup, timeout: TimeAmount,
+                     client: UpstreamClient) async throws -> UpstreamConnection {
+        let serverName = endpoint.tls && (try? SocketAddress(ipAddress: endpoint.host, port: 0)) == nil ? endpoint.host : nil
+        let asyncChannel = try await ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connect(host: endpoint.host, port: endpoint.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    return try Channel(wrappingChannelSynchronously: channel)
+                }
+            }
+        let (stream, continuation) = AsyncStream.makeStream(of: Exchange.self)
+        let connection = UpstreamConnection(channel: asyncChannel.channel, exchanges: continuation)
+        // Closed by the upstream while idle: the task ends, and the pool lets go of it.
+        asyncChannel.channel.closeFuture.whenComplete { _ in connection.retire() }
+        Task { await connection.serve(asyncChannel, exchanges: stream, client: client) }
+        return connection
+    }
+
+    /// Runs one exchange on this connection; returns once the response head has arrived.
+    func exchange(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount) async throws -> UpstreamResponse {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { reply in
+                if case .terminated = exchanges.yield(Exchange(head: head, body: body, timeout: timeout, reply: reply)) {
+                    reply.resume(throwing: UpstreamFailure.failed)
+                }
+            }
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// The connection takes no more exchanges; its task ends and the channel closes.
+    func retire() { exchanges.finish() }
+
+    private func serve(_ asyncChannel: Channel, exchanges stream: AsyncStream<Exchange>, client: UpstreamClient) async {
+        var pending = stream.makeAsyncIterator()
+        do {
+            try await asyncChannel.executeThenClose { inbound, outbound in
+                var responses = inbound.makeAsyncIterator()
+                while let exchange = await pending.next() {
+                    let reusable = await run(exchange, responses: &responses, outbound: outbound)
+                    guard reusable, client.release(self) else { return }
+                }
+            }
+        } catch {
+            // Closing a channel that had already failed: nothing more to do.
+        }
+        retire()
+        while let stranded = await pending.next() { stranded.reply.resume(throwing: UpstreamFailure.failed) }
+        client.closed(self)
+    }
+
+    /// What one exchange has seen, shared with its upload task and its timer.
+    private final class Progress: Sendable {
+        private struct State { var uploaded = false; var uploadError: (any Error)?; var timedOut = false }
+        private let state = Locked(State())
+        var uploaded: Bool { state.withLock { $0.uploaded } }
+        var uploadError: (any Error)? { state.withLock { $0.uploadError } }
+        var timedOut: Bool { state.withLock { $0.timedOut } }
+        func setUploaded() { state.withLock { $0.uploaded = true } }
+        func setUploadError(_ error: any Error) { state.withLock { $0.uploadError = error } }
+        func setTimedOut() { state.withLock { $0.timedOut = true } }
+    }
+
+    /// Returns whether the connection can carry another exchange.
+    private func run(_ exchange: Exchange, responses: inout NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator,
+                     outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) async -> Bool {
+        let progress = Progress()
+        let channel = self.channel
+        // Until the response head: past it, the upstream has not answered in time.
+        let timer = channel.eventLoop.scheduleTask(in: exchange.timeout) {
+            progress.setTimedOut()
+            channel.close(promise: nil)
+        }
+        return await withTaskGroup(of: Void.self) { uploads -> Bool in
+            defer { timer.cancel() }
+            do {
+                if exchange.body == nil {
+                    try await outbound.write(contentsOf: [.head(exchange.head), .end(nil)])
+                    progress.setUploaded()
+                } else {
+                    try await outbound.write(.head(exchange.head))
+                }
+            } catch {
+                exchange.reply.resume(throwing: UpstreamFailure.failed)
+                return false
+            }
+            if let body = exchange.body {
+                uploads.addTask {
+                    do {
+                        // Read with `next()`, not an iterator, so that stopping here leaves the
+                        // body's producer to its owner (ProxyMiddleware), which may read the rest.
+                        while let chunk = try await body.next() {
+                            try await outbound.write(.body(.byteBuffer(chunk)))
+                        }
+                        try await outbound.write(.end(nil))
+                        progress.setUploaded()
+                    } catch is ChunkHandoff.Discarded {
+                        // The upstream answered first and the caller reads the rest itself: the
+                        // body stops here, short of its end, and the connection closes after the
+                        // response.
+                    } catch {
+                        // A body that failed (its whash, its limit, its client gone) must never
+                        // look complete upstream: the connection closes before its end.
+                        progress.setUploadError(error)
+                        channel.close(promise: nil)
+                    }
+                }
+            }
+
+            let head: HTTPResponseHead
+            do {
+                guard case .head(let first)? = try await responses.next() else { throw UpstreamFailure.failed }
+                head = first
+            } catch {
+                timer.cancel()
+                channel.close(promise: nil)
+                uploads.cancelAll()
+                await uploads.waitForAll()
+                let failure: any Error = progress.uploadError.flatMap { $0 is CancellationError ? nil : $0 }
+                    ?? (progress.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
+                exchange.reply.resume(throwing: failure)
+                return false
+            }
+            timer.cancel()
+            let chunks = ChunkHandoff()
+            exchange.reply.resume(returning: UpstreamResponse(head: head, body: UpstreamResponseBody(chunks)))
+
+            var ended = false
+            do {
+                reading: while let part = try await responses.next() {
+                    switch part {
+                    case .body(let chunk): try await chunks.send(chunk)
+                    case .end: ended = true; break reading
+                    case .head: throw UpstreamFailure.failed
+                    }
+                }
+                chunks.end(ended ? nil : UpstreamFailure.failed)
+            } catch {
+                chunks.end(progress.uploadError ?? UpstreamFailure.failed)
+            }
+            // The response is over. A body still uploading is given a moment to finish (its last
+            // write may just be returning); one that does not is not wanted any more: its rest
+            // was never sent, so the connection closes rather than carry another request.
+            if ended && !progress.uploaded {
+                uploads.addTask { try? await Task.sleep(for: .milliseconds(50)) }
+                _ = await uploads.next()
+            }
+            if !ended || !progress.uploaded { channel.close(promise: nil) }
+            uploads.cancelAll()
+            await uploads.waitForAll()
+            return ended && progress.uploaded && head.isKeepAlive
+        }
+    }
+}
