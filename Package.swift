@@ -133,6 +133,7 @@ let servers: [Target] = [
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "InMemoryLogging", package: "swift-log"),
     ]),
 ]

@@ -144,7 +144,7 @@ final class UpstreamClient: Sendable {
             attempts += 1
             let connection: UpstreamConnection
             let reused: Bool
-            switch try await lease(until: deadline) {
+            switch try await lease(until: deadline, idle: attempts == 1) {
             case .connection(let idle):
                 (connection, reused) = (idle, true)
             case .slot:
@@ -165,6 +165,9 @@ final class UpstreamClient: Sendable {
         }
     }
 
+    /// Connections open or being opened (idle ones included).
+    var openConnections: Int { pool.withLock { $0.open } }
+
     /// Closes the idle connections and refuses new requests; exchanges in progress finish.
     func shutdown() {
         let (idle, waiters) = pool.withLock { pool in
@@ -179,14 +182,16 @@ final class UpstreamClient: Sendable {
 
     // MARK: The pool
 
-    private func lease(until deadline: NIODeadline) async throws -> Lease {
+    /// - Parameter idle: whether an idle connection may be taken (not for a request sent again
+    ///   after a kept-alive connection failed: another idle one may be as stale).
+    private func lease(until deadline: NIODeadline, idle: Bool = true) async throws -> Lease {
         enum Step { case lease(Lease), wait(Int), refuse }
         var stale: [UpstreamConnection] = []
         defer { stale.forEach { $0.retire() } }
         // A connection the upstream closed while it was idle is inactive: it is skipped.
         let step: Step = pool.withLock { pool in
             if pool.shutDown { return .refuse }
-            while let (connection, _) = pool.idle.popLast() {
+            while idle, let (connection, _) = pool.idle.popLast() {
                 if connection.isActive { return .lease(.connection(connection)) }
                 stale.append(connection)
             }

@@ -13,7 +13,10 @@ import NIOSSL
 /// upstream that answered early), the upload stops and the connection closes: the task then
 /// ends, and nothing of the exchange is left waiting.
 final class UpstreamConnection: Sendable {
-    typealias Channel = NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+    /// Responses are read through the async channel; requests are written to the channel itself,
+    /// each write awaited until it has reached the socket: a body is never buffered in memory
+    /// ahead of an upstream that does not read it, and "sent" means sent.
+    typealias Channel = NIOAsyncChannel<HTTPClientResponsePart, Never>
 
     let channel: any NIOCore.Channel
     private let exchanges: AsyncStream<Exchange>.Continuation
@@ -75,11 +78,10 @@ final class UpstreamConnection: Sendable {
     private func serve(_ asyncChannel: Channel, exchanges stream: AsyncStream<Exchange>, client: UpstreamClient) async {
         var pending = stream.makeAsyncIterator()
         do {
-            try await asyncChannel.executeThenClose { inbound, outbound in
+            try await asyncChannel.executeThenClose { inbound in
                 var responses = inbound.makeAsyncIterator()
                 while let exchange = await pending.next() {
-                    let reusable = await run(exchange, responses: &responses, outbound: outbound)
-                    guard reusable, client.release(self) else { return }
+                    guard await run(exchange, responses: &responses, client: client) else { return }
                 }
             }
         } catch {
@@ -102,9 +104,10 @@ final class UpstreamConnection: Sendable {
         func setTimedOut() { state.withLock { $0.timedOut = true } }
     }
 
-    /// Returns whether the connection can carry another exchange.
+    /// Returns whether the connection went back to the pool for another exchange (if not, it
+    /// is closing).
     private func run(_ exchange: Exchange, responses: inout NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator,
-                     outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) async -> Bool {
+                     client: UpstreamClient) async -> Bool {
         let progress = Progress()
         let channel = self.channel
         // Until the response head: past it, the upstream has not answered in time.
@@ -116,10 +119,11 @@ final class UpstreamConnection: Sendable {
             defer { timer.cancel() }
             do {
                 if exchange.body == nil {
-                    try await outbound.write(contentsOf: [.head(exchange.head), .end(nil)])
+                    channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
+                    try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
                     progress.setUploaded()
                 } else {
-                    try await outbound.write(.head(exchange.head))
+                    try await channel.writeAndFlush(HTTPClientRequestPart.head(exchange.head))
                 }
             } catch {
                 exchange.reply.resume(throwing: UpstreamFailure.failed)
@@ -131,9 +135,9 @@ final class UpstreamConnection: Sendable {
                         // Read with `next()`, not an iterator, so that stopping here leaves the
                         // body's producer to its owner (ProxyMiddleware), which may read the rest.
                         while let chunk = try await body.next() {
-                            try await outbound.write(.body(.byteBuffer(chunk)))
+                            try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk)))
                         }
-                        try await outbound.write(.end(nil))
+                        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
                         progress.setUploaded()
                     } catch is ChunkHandoff.Discarded {
                         // The upstream answered first and the caller reads the rest itself: the
@@ -167,6 +171,7 @@ final class UpstreamConnection: Sendable {
             exchange.reply.resume(returning: UpstreamResponse(head: head, body: UpstreamResponseBody(chunks)))
 
             var ended = false
+            var failure: (any Error)?
             do {
                 reading: while let part = try await responses.next() {
                     switch part {
@@ -175,21 +180,32 @@ final class UpstreamConnection: Sendable {
                     case .head: throw UpstreamFailure.failed
                     }
                 }
-                chunks.end(ended ? nil : UpstreamFailure.failed)
+                if !ended { failure = UpstreamFailure.failed }
             } catch {
-                chunks.end(progress.uploadError ?? UpstreamFailure.failed)
+                failure = progress.uploadError ?? UpstreamFailure.failed
             }
-            // The response is over. A body still uploading is given a moment to finish (its last
-            // write may just be returning); one that does not is not wanted any more: its rest
-            // was never sent, so the connection closes rather than carry another request.
-            if ended && !progress.uploaded {
+            if ended && progress.uploaded {
+                // Back in the pool before the caller sees the end, so that its next request finds
+                // this connection idle rather than open another.
+                let released = head.isKeepAlive && client.release(self)
+                chunks.end(nil)
+                if !released { channel.close(promise: nil) }
+                await uploads.waitForAll()
+                return released
+            }
+            chunks.end(failure)
+            // The response is over, the body is not. It is given a moment (its last write may
+            // just be returning); a body still uploading after that is not wanted any more: its
+            // rest was never sent, so the connection closes rather than carry another request.
+            if ended {
                 uploads.addTask { try? await Task.sleep(for: .milliseconds(50)) }
                 _ = await uploads.next()
             }
-            if !ended || !progress.uploaded { channel.close(promise: nil) }
+            let released = ended && progress.uploaded && head.isKeepAlive && client.release(self)
+            if !released { channel.close(promise: nil) }
             uploads.cancelAll()
             await uploads.waitForAll()
-            return ended && progress.uploaded && head.isKeepAlive
+            return released
         }
     }
 }
