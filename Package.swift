@@ -99,6 +99,7 @@ let servers: [Target] = [
                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                                                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                                                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                                                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                                                 .product(name: "PostgresNIO", package: "postgres-nio"),
                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

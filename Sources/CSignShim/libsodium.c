@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <signal.h>
+#include <errno.h>
 #endif
 
 static void sc_random_after_fork(void);
@@ -69,8 +70,9 @@ void sc_random_bytes(void *out, size_t length) { randombytes_buf(out, length); }
  *
  * A child is seen without depending on pthread_atfork (which a raw clone(2) or vfork skips): the
  * current generation lives in a page marked MADV_WIPEONFORK, which the kernel hands a child
- * zeroed, whatever made it. Where that is not available (a kernel before 4.14, other systems)
- * the generation is tied to the process id instead, checked on every nonce.
+ * zeroed, whatever made it (checked once, with one child, at start-up). Where that is not
+ * available (a kernel before 4.14, a sandbox that ignores the advice, other systems) the
+ * generation is tied to the process id instead, checked on every nonce.
  */
 #define SC_RNG_BUFFER 1024
 typedef struct {
@@ -96,19 +98,40 @@ static uint64_t sc_new_generation(void) {
     return g;
 }
 
+#if defined(__linux__) && defined(MADV_WIPEONFORK)
+/* Whether a child really gets the page zeroed: a kernel or sandbox that accepts the advice
+   without acting on it (madvise returning 0) must not be trusted. One child, made by clone(2)
+   without CLONE_VM and without running any fork handler, reads the word and exits; it calls
+   nothing else. Any failure (no child allowed, SIGCHLD ignored so no status) says no. */
+static int sc_wipe_reaches_children(void) {
+    long pid = syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+    if (pid < 0) return 0;
+    if (pid == 0) _exit(atomic_load(&sc_sentinel->generation) == 0 ? 0 : 1);
+    int status = 0;
+    pid_t waited;
+    do { waited = waitpid((pid_t)pid, &status, 0); } while (waited < 0 && errno == EINTR);
+    return waited == (pid_t)pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+#endif
+
 static int sc_fork_sentinel_init(void) {
     long page = sysconf(_SC_PAGESIZE);
     void *memory = mmap(NULL, page > 0 ? (size_t)page : 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return -1;
     sc_sentinel = memory;
-#ifdef MADV_WIPEONFORK
-    int wiped = madvise(memory, page > 0 ? (size_t)page : 4096, MADV_WIPEONFORK) == 0;
+    atomic_store(&sc_sentinel->generation, sc_new_generation());
+#if defined(__linux__) && defined(MADV_WIPEONFORK)
+    int wiped = madvise(memory, page > 0 ? (size_t)page : 4096, MADV_WIPEONFORK) == 0 && sc_wipe_reaches_children();
 #else
     int wiped = 0;
 #endif
     if (!wiped) atomic_store(&sc_sentinel_pid, (int)getpid());
-    atomic_store(&sc_sentinel->generation, sc_new_generation());
     return 0;
+}
+
+int sc_fork_sentinel_uses_wiped_page(void) {
+    if (sc_init() != 0) return -1;
+    return atomic_load(&sc_sentinel_pid) == -1 ? 1 : 0;
 }
 
 /* pthread_atfork's child handler: the same as a wiped page, for systems without one. */

@@ -22,16 +22,20 @@ final class AbsoluteFormGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Hummingbird adds its extra handlers after the conversion: this one puts the guard just
-    /// before it, then leaves.
+    /// before it, then leaves. Should that fail (a pipeline laid out otherwise), the connection
+    /// is closed: without the guard an absolute-form target would lose its authority.
     final class Installer: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Never
 
         func handlerAdded(context: ChannelHandlerContext) {
             let pipeline = context.pipeline.syncOperations
-            if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
-                try? pipeline.addHandler(AbsoluteFormGuard(), position: .before(codec))
+            do {
+                let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
+                try pipeline.addHandler(AbsoluteFormGuard(), position: .before(codec))
+                pipeline.removeHandler(context: context, promise: nil)
+            } catch {
+                context.close(promise: nil)
             }
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }
 }

@@ -24,7 +24,9 @@ struct AccessLogMiddleware: RouterMiddleware {
             finish(request, context: context, status: status, code: nil, started: started)
             throw error
         }
-        finish(request, context: context, status: response.status.code, code: response.headers[Refusal.errorField], started: started)
+        // The refusal's code when signd refused; an upstream's own `signcore-error` is its business.
+        let code = context.upstreamAnswered.withLockedValue { $0 } ? nil : response.headers[Refusal.errorField]
+        finish(request, context: context, status: response.status.code, code: code, started: started)
         return response
     }
 

@@ -107,7 +107,7 @@ public final class Gateway: Service {
         router.add(middleware: RouteMiddleware(routes: routes))
         router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies, field: configuration.trustedProxyField))
         router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
-        router.add(middleware: RequestTargetMiddleware(defaults: routes.defaults, upstream: configuration.upstream))
+        router.add(middleware: RequestTargetMiddleware(defaults: routes.defaults))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,

@@ -1,6 +1,8 @@
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import SignCore
+import SignHTTP
 import SignHummingbird
 
 /// signd's request context: the signature middleware's verdict and identity, and the client's
@@ -20,6 +22,11 @@ public struct GatewayRequestContext: SignatureRequestContext {
     /// The policy rule that applies (its written form, `*` for the fallback), and its settings.
     public internal(set) var route = "*"
     var routeSettings: RouteSettings?
+    /// Made once, by `RouteMiddleware`, with the policy `SignatureMiddleware` has.
+    public internal(set) var routeDecision: RoutePolicy.Decision?
+    /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that
+    /// verifies too may send) are not signd's.
+    let upstreamAnswered = NIOLockedValueBox(false)
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -190,6 +190,7 @@ struct ProxyMiddleware: RouterMiddleware {
             // read, and the connection cannot serve another.
             if let upload, !upload.isComplete { headers[.connection] = "close" }
             let status = HTTPResponse.Status(code: Int(response.head.status.code), reasonPhrase: response.head.status.reasonPhrase)
+            context.upstreamAnswered.withLockedValue { $0 = true }
             return Response(status: status, headers: headers, body: ResponseBody { writer in
                 do {
                     try await writer.write(response.body)

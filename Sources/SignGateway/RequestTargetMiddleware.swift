@@ -1,18 +1,14 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 import SignCore
 import SignHTTP
 
-/// Refuses, on every route and before anything else, what signd could not forward exactly as
-/// it would verify it, and bodies no route takes:
+/// Refuses, on every route and before anything else, a host or target that could be read two
+/// ways, and bodies no route takes:
 ///
 /// - 400 `invalidURL`: no `Host`; an authority that is not `host[:port]`, a second `Host`, a
 ///   target that is not an origin-form path (`ServerOrigin.validate`; an absolute-form target
-///   reaches signd as its path, with `Host` as the authority, and is forwarded so), a malformed
-///   percent-escape, or a target the upstream request would carry differently (the HTTP client
-///   re-encodes a path that is not valid UTF-8 once decoded: `/admin/%ff` would reach the
-///   upstream as `/`);
+///   is made one no route accepts by `AbsoluteFormGuard`), or a malformed percent-escape;
 /// - 400 `unexpectedBody`: a GET, HEAD, OPTIONS or DELETE announcing a body (SPEC §3: none is
 ///   ever signed), unread;
 /// - 413 `bodyTooLarge`: a `Content-Length` over the route's limit, unread.
@@ -22,14 +18,12 @@ import SignHTTP
 struct RequestTargetMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
     let defaults: RouteSettings
-    /// The upstream's `scheme://host:port`, to check a target the way the HTTP client reads it.
-    let upstream: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let announcesBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
         var response: Response
         do throws(SignCoreError) {
-            try check(request, limit: (context.routeSettings ?? defaults).body.limit)
+            try check(request, announcesBody: announcesBody, limit: (context.routeSettings ?? defaults).body.limit)
         } catch {
             response = Response(Refusal(error))
             if announcesBody {
@@ -53,16 +47,15 @@ struct RequestTargetMiddleware: RouterMiddleware {
         _ = await reader.result
     }
 
-    private func check(_ request: Request, limit: Int64) throws(SignCoreError) {
+    private func check(_ request: Request, announcesBody: Bool, limit: Int64) throws(SignCoreError) {
         let head = request.head
         try ReceivedRequest.checkHost(head)
         guard let authority = head.authority else { throw SignCoreError(.invalidURL, "the request has no Host (RFC 9112 §3.2)") }
         try ServerOrigin.validate(authority: authority)
         let target = head.path ?? ""
         try ServerOrigin.validate(target: target)
-        try Self.checkForwardable(target, upstream: upstream)
-        if (try? RequestMethod(token: request.method.rawValue))?.contentClass == .url,
-           request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0 {
+        try Self.checkEscapes(target)
+        if announcesBody, (try? RequestMethod(token: request.method.rawValue))?.contentClass == .url {
             throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
         }
         if let length = request.headers[.contentLength].flatMap(Int64.init), length > limit {
@@ -70,22 +63,14 @@ struct RequestTargetMiddleware: RouterMiddleware {
         }
     }
 
-    /// Every `%` begins an escape of two hex digits (RFC 3986 §2.1), and the request line the
-    /// HTTP client writes for `upstream + target` has exactly `target` (it rebuilds the path
-    /// from Foundation's `URL`, as `URL.percentEncodedPath` and `query`).
-    static func checkForwardable(_ target: String, upstream: String) throws(SignCoreError) {
+    /// Every `%` begins an escape of two hex digits (RFC 3986 §2.1): a target an upstream could
+    /// read more than one way is not forwarded. (The upstream client writes the target as it is.)
+    static func checkEscapes(_ target: String) throws(SignCoreError) {
         let bytes = Array(target.utf8)
         for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "%") {
             guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else {
                 throw SignCoreError(.invalidURL, "the request target has a % that does not begin an escape")
             }
-        }
-        guard let url = URL(string: upstream + target) else {
-            throw SignCoreError(.invalidURL, "the request target cannot be forwarded as it is")
-        }
-        let path = url.path.isEmpty ? "/" : URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? url.path
-        guard path + (url.query.map { "?" + $0 } ?? "") == target else {
-            throw SignCoreError(.invalidURL, "the request target cannot be forwarded as it is")
         }
     }
 }

@@ -54,6 +54,7 @@ struct RouteMiddleware: RouterMiddleware {
         var context = context
         let decision = routes.policy.decision(method: request.method, path: request.uri.path)
         context.route = decision.route
+        context.routeDecision = decision
         // A path read under several rules gets no rule's own settings (SignatureMiddleware agrees).
         context.routeSettings = decision.ambiguous ? routes.defaults : routes.settings(for: decision.route)
         return try await next(request, context)

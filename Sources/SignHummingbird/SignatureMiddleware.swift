@@ -46,7 +46,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let decision = policy.decision(method: request.method, path: request.uri.path)
+        let decision = context.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
         let (requirement, route) = (decision.signature, decision.route)
         if requirement == .off { return try await next(request, context) }
         var request = request

@@ -1,5 +1,6 @@
 import Hummingbird
 import SignCore
+import SignHTTP
 
 /// A request context that carries the verified signature to the handler, as hummingbird-auth
 /// carries its identity: `nil` on a route whose policy is `off`, and on a `monitor` route when the
@@ -10,6 +11,10 @@ public protocol SignatureRequestContext: RequestContext {
     /// failure from an `off` route. A context without storage for it reads `.unchecked` or, from
     /// `signature`, `.verified(bodyStreamed: true)`: not knowing, it never claims a body whole.
     var signatureVerdict: SignatureVerdict { get set }
+    /// The route policy's decision for this request when a middleware before made it with the
+    /// same policy as `SignatureMiddleware` (signd's does), so that it is made once; `nil` (the
+    /// default) and the middleware decides.
+    var routeDecision: RoutePolicy.Decision? { get }
 }
 
 extension SignatureRequestContext {
@@ -17,6 +22,8 @@ extension SignatureRequestContext {
         get { signature == nil ? .unchecked : .verified(bodyStreamed: true) }
         set {}
     }
+
+    public var routeDecision: RoutePolicy.Decision? { nil }
 }
 
 /// The middleware's decision on one request.

@@ -201,5 +201,12 @@ import Glibc
         _ = Nonce.random()
         #expect(sc_nonce_differs_after_raw_clone() == 1)
     }
+
+    /// Linux since 4.14 wipes a MADV_WIPEONFORK page in a child, and the generator relies on it
+    /// only once a child was seen to get it zeroed (a sandbox may accept the advice and ignore it).
+    @Test func theWipedPageIsUsedOnlyOnceSeenToWork() {
+        _ = Nonce.random()
+        #expect(sc_fork_sentinel_uses_wiped_page() == 1)
+    }
 }
 #endif

@@ -118,8 +118,13 @@ import Testing
                 // The metrics are not on the public listener.
                 #expect(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(10)).status == .unauthorized)
 
+                // An upstream's own refusal is relayed, and logged as its status only.
+                let relayed = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/open/refuses"), timeout: .seconds(10))
+                #expect(relayed.status == .unauthorized && relayed.headers["signcore-error"].first?.hasPrefix("replayed") == true)
+
                 let lines = logs.entries.filter { $0.message == "request" }
-                #expect(lines.count == 4, "\(lines)")  // the /metrics tried on the public listener included
+                #expect(lines.count == 5, "\(lines)")  // the /metrics tried on the public listener included
+                #expect(lines.last.map { "\($0.metadata["signd.status"] ?? "")" } == "401" && lines.last?.metadata["signd.code"] == nil, "\(lines)")
                 #expect(lines.first?.metadata["signd.client"] == "198.51.100.7")
                 #expect(lines.first?.metadata["signd.route"] == "/open/**")
                 #expect(lines.dropFirst().first?.metadata["signd.code"] == "missingHeader")

@@ -80,6 +80,10 @@ final class Upstream: Sendable {
                 upstream.records.withLock { $0.append(Record(path: request.uri.path, bodyBytes: -1, complete: false)) }
                 return Response(status: .notFound, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "no")))
             }
+            // An upstream that verifies too, and refuses with its own code.
+            if request.uri.path.hasSuffix("/refuses") {
+                return Response(status: .unauthorized, headers: [HTTPField.Name("signcore-error")!: "replayed;code=23;advice=newToken"])
+            }
             if request.uri.path == "/slow" {
                 try await Task.sleep(for: .seconds(3))
             }

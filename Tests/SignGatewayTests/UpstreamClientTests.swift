@@ -172,7 +172,9 @@ final class RawUpstream: Sendable {
     @Test func aFailedBodyNeverEndsUpstream() async throws {
         let upstream = RawUpstream()
         let received = Locked("")
+        let closed = Locked(false)
         try await upstream.run(serve: { _, inbound, _ in
+            defer { closed.withLock { $0 = true } }
             for try await chunk in inbound { received.withLock { $0 += String(buffer: chunk) } }
         }) { port in
             let client = try Self.client(port)
@@ -186,6 +188,7 @@ final class RawUpstream: Sendable {
                 _ = try await client.execute(Self.head(.PUT, "/doc", [("transfer-encoding", "chunked")]), body: body, timeout: .seconds(5))
             }
             try await producer.value
+            #expect(try await eventually { closed.withLock { $0 } }, "the connection was not closed")
         }
         let text = received.withLock { $0 }
         #expect(text.contains("first part"))

@@ -144,4 +144,7 @@ void sc_nonce_bytes(void *out16);
    nonce other than the parent's next one, 0 when it continues the parent's stream, -1 when the
    test cannot run here. */
 int sc_nonce_differs_after_raw_clone(void);
+/* For the tests: 1 when children are told apart by the page the kernel wipes in them (its wipe
+   was seen to reach a child), 0 when by the process id, -1 without the library. */
+int sc_fork_sentinel_uses_wiped_page(void);
 #endif
