@@ -132,7 +132,7 @@ struct ProxyMiddleware: RouterMiddleware {
                 return Response(Refusal(SignCoreError(.invalidHeader, "a field is spelt like a covered field but is not covered")))
             }
         }
-        // `Host` is the upstream's own, set by the HTTP client from the upstream URL: no host a
+        // `Host` is the upstream's own, set by UpstreamClient from the upstream URL: no host a
         // client names reaches an upstream that routes virtual hosts by it (the verified one is
         // in `x-forwarded-host`). Identity fields and the fields signd owns go under every
         // spelling a server could read as theirs.

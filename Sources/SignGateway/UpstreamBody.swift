@@ -4,7 +4,7 @@ import NIOCore
 
 /// A client's request body on its way to the upstream. One task of its own is the only reader of
 /// the server's request body, and hands the chunks one at a time (the client is read no faster
-/// than the upstream takes them) to the HTTP client's upload, which reads `chunks`.
+/// than the upstream takes them) to the upload (UpstreamConnection), which reads `chunks`.
 ///
 /// The exchange may end before the body does: an upstream answers a 404, a 413 or its own 401
 /// without reading it. Then `finish()` stops the reader and waits for it, and only after that
