@@ -126,7 +126,7 @@ final class UpstreamConnection: Sendable {
                     try await channel.writeAndFlush(HTTPClientRequestPart.head(exchange.head))
                 }
             } catch {
-                exchange.reply.resume(throwing: UpstreamFailure.failed)
+                exchange.reply.resume(throwing: progress.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
                 return false
             }
             if let body = exchange.body {

@@ -196,6 +196,55 @@ import Testing
         #expect(cache.count == 2)
     }
 
+    /// A revoked key stops verifying and a registered one is found at once, not after the
+    /// cache's lifetimes; a lookup in flight across an invalidation does not store its answer.
+    @Test func invalidatedIdsAreLookedUpAgain() async throws {
+        let clock = TestClock(Self.t0)
+        let device = try SigningKey.generate(.ed25519, id: "device-1")
+        let store = MutableSource()
+        let cache = try KeyCache(source: store, clock: clock.function)
+        let v = try Verifier(keys: KeySet(), keyCache: cache, replayGuard: try InMemoryReplayGuard(), clock: clock.function)
+        let signer = try Signer(key: device, clock: clock.function)
+        // Unknown, and remembered as unknown for 60 s...
+        #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
+        store.keys.withLock { $0[device.id] = try? device.publicOnly() }
+        #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
+        // ...until the registration invalidates it.
+        cache.invalidate(id: device.id)
+        _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url)))
+        // Revoked: cached for 300 s, unless invalidated.
+        store.keys.withLock { $0[device.id] = nil }
+        _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url)))
+        cache.invalidate(id: device.id)
+        #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
+        // A lookup that was answered before an invalidation, and returns after it, is not stored.
+        store.keys.withLock { $0[device.id] = try? device.publicOnly() }
+        cache.invalidate(id: device.id)
+        store.gate.withLock { $0 = true }
+        let slow = Task { try await cache.key(id: device.id) }
+        for _ in 0..<500 where store.waiting.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(store.waiting.withLock { $0 } == 1, "the lookup did not reach the source")
+        cache.invalidateAll()
+        store.gate.withLock { $0 = false }
+        #expect(try await slow.value?.id == device.id)
+        #expect(cache.count == 0)
+    }
+
+    /// A key store that changes, and can hold a lookup until released.
+    final class MutableSource: KeySource {
+        let keys = Locked([String: SigningKey]())
+        let gate = Locked(false)
+        let waiting = Locked(0)
+        func key(id: String) async throws(SignCoreError) -> SigningKey? {
+            let answer = keys.withLock { $0[id] }
+            if gate.withLock({ $0 }) {
+                waiting.withLock { $0 += 1 }
+                for _ in 0..<500 where gate.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(10)) }
+            }
+            return answer
+        }
+    }
+
     /// Ids and code names are bytes: a Kelvin sign (U+212A) is not a K.
     @Test func idsAndCodeNamesAreComparedAsBytes() async throws {
         let key = try SigningKey.generate(.hmacSHA256, id: "Key")

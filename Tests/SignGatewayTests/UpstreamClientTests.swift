@@ -125,6 +125,37 @@ final class RawUpstream: Sendable {
         #expect(upstream.accepted.withLock { $0 } == 1)
     }
 
+    /// A HEAD's answer announces a length and has no body; a 204 and a 304 have none either: each
+    /// ends at its head and the connection carries the next exchange.
+    @Test func answersWithoutABodyEndAtTheirHead() async throws {
+        let upstream = RawUpstream()
+        try await upstream.run(serve: { _, inbound, outbound in
+            var iterator = inbound.makeAsyncIterator()
+            var text = ""
+            while let chunk = try await iterator.next() {
+                text += String(buffer: chunk)
+                while let end = text.range(of: "\r\n\r\n") {
+                    let line = text[..<end.lowerBound].prefix { $0 != "\r" }
+                    text = String(text[end.upperBound...])
+                    let answer = line.hasPrefix("HEAD ") ? "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n"
+                        : line.contains("/none ") ? "HTTP/1.1 204 No Content\r\n\r\n"
+                        : line.contains("/same ") ? "HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\n\r\n"
+                        : "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nbody"
+                    try await outbound.write(ByteBuffer(string: answer))
+                }
+            }
+        }) { port in
+            let client = try Self.client(port)
+            defer { client.shutdown() }
+            for (method, target, expected) in [(HTTPMethod.HEAD, "/", ""), (.GET, "/none", ""), (.GET, "/same", ""), (.GET, "/", "body"),
+                                               (.HEAD, "/x", ""), (.GET, "/", "body")] {
+                let response = try await client.execute(Self.head(method, target), body: nil, timeout: .seconds(5))
+                #expect(try await Self.text(response) == expected, "\(method) \(target)")
+            }
+        }
+        #expect(upstream.accepted.withLock { $0 } == 1)
+    }
+
     /// The class AsyncHTTPClient 1.37 leaked: the upstream answers a large streaming upload
     /// before reading it. The answer arrives, the upload stops (its producer is never left
     /// waiting), the connection closes and the pool is whole again: 200 in a row on a pool of 2.

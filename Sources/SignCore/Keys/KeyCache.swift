@@ -24,6 +24,8 @@ public final class KeyCache: Sendable {
         var insertions: UInt64 = 0
         var second: Int64 = .min
         var missesThisSecond = 0
+        /// Counts `invalidate` calls: a lookup that began before one does not store its answer.
+        var invalidations: UInt64 = 0
     }
 
     private let state = Locked(State())
@@ -60,16 +62,16 @@ public final class KeyCache: Sendable {
         guard SigningKey.isValidKeyID(id) else { return nil }
         if let answer = cached(id: id) { return answer }
         let now = clock()
-        let allowed = state.withLock { state in
+        let allowed: UInt64? = state.withLock { state in
             if state.second != now {
                 state.second = now
                 state.missesThisSecond = 0
             }
-            guard state.missesThisSecond < missesPerSecond else { return false }
+            guard state.missesThisSecond < missesPerSecond else { return nil }
             state.missesThisSecond += 1
-            return true
+            return state.invalidations
         }
-        guard allowed else {
+        guard let invalidations = allowed else {
             throw SignCoreError(.unavailable, "too many lookups of unknown key ids; retry later")
         }
         let key = try await source.key(id: id)
@@ -78,6 +80,8 @@ public final class KeyCache: Sendable {
         }
         let until = now + (key == nil ? negativeLifetime : positiveLifetime)
         state.withLock { state in
+            // Revoked or registered while the source was asked: the answer may predate it.
+            guard state.invalidations == invalidations else { return }
             if state.entries[id] == nil, state.entries.count >= capacity { Self.evictOldest(&state, now: now) }
             state.insertions += 1
             state.entries[id] = Entry(key: key, until: until, order: state.insertions)
@@ -91,6 +95,24 @@ public final class KeyCache: Sendable {
         state.entries = state.entries.filter { $0.value.until > now }
         guard state.entries.count == before, let oldest = state.entries.min(by: { $0.value.order < $1.value.order }) else { return }
         state.entries[oldest.key] = nil
+    }
+
+    /// Forgets what is held for `id`, found or not found: a key just revoked stops verifying and
+    /// one just registered is found, at once rather than after their lifetimes. A lookup already
+    /// in flight does not store its answer (it may predate the change).
+    public func invalidate(id: String) {
+        state.withLock { state in
+            state.entries[id] = nil
+            state.invalidations &+= 1
+        }
+    }
+
+    /// Forgets every id (a key store restored or rotated as a whole).
+    public func invalidateAll() {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.invalidations &+= 1
+        }
     }
 
     /// Ids held (for tests and metrics).
