@@ -98,7 +98,13 @@ static uint64_t sc_new_generation(void) {
     return g;
 }
 
-#if defined(__linux__) && defined(MADV_WIPEONFORK)
+/* The probe's raw clone(2) passes only flags and a NULL stack, in the order x86-64 and AArch64
+   share (s390x, for one, swaps them): elsewhere the process id is used. */
+#if defined(__linux__) && defined(MADV_WIPEONFORK) && (defined(__x86_64__) || defined(__aarch64__))
+#define SC_WIPE_PROBE 1
+#endif
+
+#ifdef SC_WIPE_PROBE
 /* Whether a child really gets the page zeroed: a kernel or sandbox that accepts the advice
    without acting on it (madvise returning 0) must not be trusted. One child, made by clone(2)
    without CLONE_VM and without running any fork handler, reads the word and exits; it calls
@@ -120,7 +126,7 @@ static int sc_fork_sentinel_init(void) {
     if (memory == MAP_FAILED) return -1;
     sc_sentinel = memory;
     atomic_store(&sc_sentinel->generation, sc_new_generation());
-#if defined(__linux__) && defined(MADV_WIPEONFORK)
+#ifdef SC_WIPE_PROBE
     int wiped = madvise(memory, page > 0 ? (size_t)page : 4096, MADV_WIPEONFORK) == 0 && sc_wipe_reaches_children();
 #else
     int wiped = 0;

@@ -10,7 +10,7 @@ import SignHTTP
 ///   target that is not an origin-form path (`ServerOrigin.validate`; an absolute-form target
 ///   is made one no route accepts by `AbsoluteFormGuard`), or a malformed percent-escape;
 /// - 400 `unexpectedBody`: a GET, HEAD, OPTIONS or DELETE announcing a body (SPEC §3: none is
-///   ever signed), unread;
+///   ever signed), or a CONNECT or TRACE announcing one (they have none), unread;
 /// - 413 `bodyTooLarge`: a `Content-Length` over the route's limit, unread.
 ///
 /// A refusal of a request whose body was announced closes the connection (`Connection: close`,
@@ -57,6 +57,11 @@ struct RequestTargetMiddleware: RouterMiddleware {
         try Self.checkEscapes(target)
         if announcesBody, (try? RequestMethod(token: request.method.rawValue))?.contentClass == .url {
             throw SignCoreError(.unexpectedBody, "a GET, HEAD, OPTIONS or DELETE request carries a body, which no signature covers")
+        }
+        // RFC 9110 §9.3.6, §9.3.8: a CONNECT or TRACE has no content; one announced would reach
+        // the upstream unframed (SwiftNIO writes no length for a TRACE), as a request of its own.
+        if announcesBody, request.method == .connect || request.method == .trace {
+            throw SignCoreError(.unexpectedBody, "a CONNECT or TRACE request carries a body")
         }
         if let length = request.headers[.contentLength].flatMap(Int64.init), length > limit {
             throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes")

@@ -82,14 +82,18 @@ final class UpstreamClient: Sendable {
             }
             guard !host.isEmpty else { return nil }
             if let portText {
-                guard let port = Int(portText), (1...65535).contains(port) else { return nil }
+                guard portText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let port = Int(portText), (1...65535).contains(port) else {
+                    return nil
+                }
                 self.port = port
             } else {
                 port = tls ? 443 : 80
             }
             self.host = String(host)
             self.tls = tls
-            authority = String(rest)
+            // The `Host` sent: the host as written, and the port as a number (`080` is `80`).
+            let hostPart = rest.hasPrefix("[") ? "[\(host)]" : String(host)
+            authority = portText == nil ? hostPart : "\(hostPart):\(port)"
         }
     }
 
@@ -136,6 +140,11 @@ final class UpstreamClient: Sendable {
     /// once its head has arrived within `timeout`. `body`'s producer is never cancelled from
     /// here: a body the upstream did not read to its end is left to the caller.
     func execute(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount) async throws -> UpstreamResponse {
+        // SwiftNIO writes a TRACE without any length field: a body after it would be read
+        // upstream as a request of its own (RFC 9110 §9.3.8: a TRACE has no content).
+        guard body == nil || head.method != .TRACE else {
+            throw SignCoreError(.unexpectedBody, "a TRACE request carries a body")
+        }
         var head = head
         head.headers.replaceOrAdd(name: "host", value: endpoint.authority)
         let deadline = NIODeadline.now() + connectTimeout
@@ -160,6 +169,7 @@ final class UpstreamClient: Sendable {
             } catch UpstreamFailure.failed where reused && attempts == 1 && [.GET, .HEAD, .OPTIONS].contains(head.method) {
                 // A kept-alive connection the upstream closed as it was taken: a safe request
                 // (RFC 9110 §9.2.1, no body here) is sent once more, on a new connection.
+                try Task.checkCancellation()
                 continue
             }
         }
@@ -185,42 +195,56 @@ final class UpstreamClient: Sendable {
     /// - Parameter idle: whether an idle connection may be taken (not for a request sent again
     ///   after a kept-alive connection failed: another idle one may be as stale).
     private func lease(until deadline: NIODeadline, idle: Bool = true) async throws -> Lease {
-        enum Step { case lease(Lease), wait(Int), refuse }
+        if let lease = try takeNow(idle: idle) { return lease }
+        let id = pool.withLock { pool in defer { pool.nextWaiter += 1 }; return pool.nextWaiter }
+        let timer = group.any().scheduleTask(deadline: deadline) { self.stopWaiting(id, UpstreamFailure.busy) }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                // Looked at again under the lock that queues the waiter: a connection released or
+                // closed since `takeNow` is taken now, never missed until the deadline.
+                enum Step { case take(Lease), fail(any Error), queued }
+                var stale: [UpstreamConnection] = []
+                let step: Step = pool.withLock { pool in
+                    if pool.shutDown { return .fail(UpstreamFailure.unreachable) }
+                    if Task.isCancelled { return .fail(CancellationError()) }
+                    if let lease = Self.take(&pool, idle: idle, limit: maxConnections, stale: &stale) { return .take(lease) }
+                    guard deadline > .now() else { return .fail(UpstreamFailure.busy) }
+                    pool.waiters.append((id, continuation))
+                    return .queued
+                }
+                stale.forEach { $0.retire() }
+                switch step {
+                case .take(let lease): continuation.resume(returning: lease)
+                case .fail(let error): continuation.resume(throwing: error)
+                case .queued: break
+                }
+            }
+        } onCancel: {
+            self.stopWaiting(id, CancellationError())
+        }
+    }
+
+    /// An idle connection or a free place, without waiting; nil when neither is there.
+    private func takeNow(idle: Bool) throws -> Lease? {
         var stale: [UpstreamConnection] = []
         defer { stale.forEach { $0.retire() } }
-        // A connection the upstream closed while it was idle is inactive: it is skipped.
-        let step: Step = pool.withLock { pool in
-            if pool.shutDown { return .refuse }
-            while idle, let (connection, _) = pool.idle.popLast() {
-                if connection.isActive { return .lease(.connection(connection)) }
-                stale.append(connection)
-            }
-            if pool.open < maxConnections {
-                pool.open += 1
-                return .lease(.slot)
-            }
-            defer { pool.nextWaiter += 1 }
-            return .wait(pool.nextWaiter)
+        return try pool.withLock { (pool) throws -> Lease? in
+            if pool.shutDown { throw UpstreamFailure.unreachable }
+            return Self.take(&pool, idle: idle, limit: maxConnections, stale: &stale)
         }
-        switch step {
-        case .lease(let lease): return lease
-        case .refuse: throw UpstreamFailure.unreachable
-        case .wait(let id):
-            let timer = group.any().scheduleTask(deadline: deadline) { self.stopWaiting(id, UpstreamFailure.busy) }
-            defer { timer.cancel() }
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { continuation in
-                    let queued = pool.withLock { pool in
-                        guard !pool.shutDown, deadline > .now() else { return false }
-                        pool.waiters.append((id, continuation))
-                        return true
-                    }
-                    if !queued { continuation.resume(throwing: UpstreamFailure.busy) }
-                }
-            } onCancel: {
-                self.stopWaiting(id, CancellationError())
-            }
+    }
+
+    /// Under the lock: the most recently used idle connection still open (a connection the
+    /// upstream closed while idle is skipped, and left in `stale` to retire), else a free place.
+    private static func take(_ pool: inout Pool, idle: Bool, limit: Int, stale: inout [UpstreamConnection]) -> Lease? {
+        while idle, let (connection, _) = pool.idle.popLast() {
+            if connection.isActive { return .connection(connection) }
+            stale.append(connection)
         }
+        guard pool.open < limit else { return nil }
+        pool.open += 1
+        return .slot
     }
 
     private func stopWaiting(_ id: Int, _ error: any Error) {

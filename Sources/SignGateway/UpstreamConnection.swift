@@ -26,6 +26,24 @@ final class UpstreamConnection: Sendable {
         let body: ChunkHandoff?
         let timeout: TimeAmount
         let reply: CheckedContinuation<UpstreamResponse, any Error>
+        let caller: CallerState
+    }
+
+    /// Whether the caller still waits for the response head, or gave up first: once the head is
+    /// handed over, the caller's cancellation no longer touches the connection (it may already be
+    /// back in the pool, carrying another exchange).
+    private final class CallerState: Sendable {
+        private let state = Locked((answered: false, cancelled: false))
+        /// Called before the head is handed over; false when the caller gave up first.
+        func answer() -> Bool { state.withLock { state in state.answered = true; return !state.cancelled } }
+        /// Called when the caller's task is cancelled; true when the head was not handed over yet.
+        func cancel() -> Bool {
+            state.withLock { state in
+                guard !state.answered else { return false }
+                state.cancelled = true
+                return true
+            }
+        }
     }
 
     var isActive: Bool { channel.isActive }
@@ -61,14 +79,15 @@ final class UpstreamConnection: Sendable {
 
     /// Runs one exchange on this connection; returns once the response head has arrived.
     func exchange(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount) async throws -> UpstreamResponse {
-        try await withTaskCancellationHandler {
+        let caller = CallerState()
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { reply in
-                if case .terminated = exchanges.yield(Exchange(head: head, body: body, timeout: timeout, reply: reply)) {
+                if case .terminated = exchanges.yield(Exchange(head: head, body: body, timeout: timeout, reply: reply, caller: caller)) {
                     reply.resume(throwing: UpstreamFailure.failed)
                 }
             }
         } onCancel: {
-            channel.close(promise: nil)
+            if caller.cancel() { channel.close(promise: nil) }
         }
     }
 
@@ -127,6 +146,7 @@ final class UpstreamConnection: Sendable {
                 }
             } catch {
                 exchange.reply.resume(throwing: progress.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
+                channel.close(promise: nil)
                 return false
             }
             if let body = exchange.body {
@@ -161,12 +181,20 @@ final class UpstreamConnection: Sendable {
                 channel.close(promise: nil)
                 uploads.cancelAll()
                 await uploads.waitForAll()
-                let failure: any Error = progress.uploadError.flatMap { $0 is CancellationError ? nil : $0 }
+                // The body's own refusal (its whash, its limit) first; else the timeout, whose
+                // close also fails a write still under way.
+                let failure: any Error = (progress.uploadError as? SignCoreError)
                     ?? (progress.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
                 exchange.reply.resume(throwing: failure)
                 return false
             }
             timer.cancel()
+            guard exchange.caller.answer() else {  // the caller gave up: the channel is closing
+                exchange.reply.resume(throwing: CancellationError())
+                uploads.cancelAll()
+                await uploads.waitForAll()
+                return false
+            }
             let chunks = ChunkHandoff()
             exchange.reply.resume(returning: UpstreamResponse(head: head, body: UpstreamResponseBody(chunks)))
 

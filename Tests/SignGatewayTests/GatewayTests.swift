@@ -332,7 +332,7 @@ import Testing
             // A body on a URL-class method, on an `off` route, in every framing.
             for framing in ["Content-Length: 5", "Content-Length: 05", "Transfer-Encoding: chunked", "Transfer-Encoding: Chunked",
                             "Transfer-Encoding: gzip, chunked"] {
-                for method in ["GET", "HEAD", "OPTIONS", "DELETE"] {
+                for method in ["GET", "HEAD", "OPTIONS", "DELETE", "TRACE", "CONNECT"] {
                     let body = framing.hasPrefix("Content") ? "hello" : "5\r\nhello\r\n0\r\n\r\n"
                     let answer = try await rawHTTP(port: port, "\(method) /open/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(framing)\r\n"
                                                    + "Connection: close\r\n\r\n\(body)")

@@ -89,7 +89,9 @@ final class RawUpstream: Sendable {
         #expect(UpstreamClient.Endpoint("https://api.internal")?.port == 443)
         #expect(UpstreamClient.Endpoint("http://[::1]:81")?.host == "::1")
         #expect(UpstreamClient.Endpoint("http://[::1]:81")?.authority == "[::1]:81")
-        for bad in ["ftp://x", "http://", "http://x/", "http://x:0", "http://x:65536", "http://u@x", "http://x?y", "http://[::1", "http://x:1:2", "http://x y"] {
+        #expect(UpstreamClient.Endpoint("http://upstream:080")?.authority == "upstream:80")
+        for bad in ["ftp://x", "http://", "http://x/", "http://x:0", "http://x:65536", "http://u@x", "http://x?y", "http://[::1", "http://x:1:2", "http://x y",
+                    "http://x:+80", "http://x:-1", "http://x: 80"] {
             #expect(UpstreamClient.Endpoint(bad) == nil, "\(bad)")
         }
     }
@@ -265,6 +267,58 @@ final class RawUpstream: Sendable {
                 try await group.waitForAll()
             }
             #expect(try await eventually { client.openConnections == 0 })
+        }
+    }
+
+    /// A TRACE is written without a length (RFC 9110: it has no content): one with a body is
+    /// refused before anything is sent, or the body would reach the upstream as a request.
+    @Test func aTraceWithABodyIsNeverSent() async throws {
+        let upstream = RawUpstream()
+        try await upstream.run(serve: { _, inbound, _ in for try await _ in inbound {} }) { port in
+            let client = try Self.client(port)
+            defer { client.shutdown() }
+            let body = ChunkHandoff()
+            body.end(nil)
+            await #expect(throws: SignCoreError.self) {
+                _ = try await client.execute(Self.head(.TRACE, "/", [("content-length", "0")]), body: body, timeout: .seconds(5))
+            }
+        }
+        #expect(upstream.accepted.withLock { $0 } == 0)
+    }
+
+    /// Requests beyond the pool wait for a connection to come back and take it; an upload the
+    /// upstream stops reading ends as a timeout (504), not as a failed connection.
+    @Test func waitersTakeReleasedConnectionsAndStalledUploadsTimeOut() async throws {
+        let upstream = RawUpstream()
+        try await upstream.run(serve: { _, inbound, outbound in
+            var iterator = inbound.makeAsyncIterator()
+            var text = ""
+            while let chunk = try await iterator.next() {
+                text += String(buffer: chunk)
+                guard let end = text.range(of: "\r\n\r\n") else { continue }
+                if text.hasPrefix("POST /stall ") { try await Task.sleep(for: .seconds(30)) }  // reads no body
+                text = String(text[end.upperBound...])
+                try await Task.sleep(for: .milliseconds(300))
+                try await outbound.write(Self.answer("ok"))
+            }
+        }) { port in
+            let client = try Self.client(port, connections: 1, connectTimeout: .seconds(3))
+            defer { client.shutdown() }
+            // Four at once on one connection: each waits its turn (about 0.3 s each), none is busy.
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<4 { group.addTask { try await Self.text(client.execute(Self.head("/"), body: nil, timeout: .seconds(5))) } }
+                for try await text in group { #expect(text == "ok") }
+            }
+            #expect(upstream.accepted.withLock { $0 } == 1)
+            let body = ChunkHandoff()
+            let producer = Task {
+                do { for _ in 0..<512 { try await body.send(ByteBuffer(repeating: 0x62, count: 64 * 1024)) }; body.end(nil) } catch { body.end(error) }
+            }
+            await #expect(throws: UpstreamFailure.timedOut) {
+                _ = try await client.execute(Self.head(.POST, "/stall", [("content-length", String(512 * 64 * 1024))]), body: body, timeout: .seconds(1))
+            }
+            body.discard()
+            await producer.value
         }
     }
 
