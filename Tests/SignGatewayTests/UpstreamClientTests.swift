@@ -48,6 +48,20 @@ final class RawUpstream: Sendable {
         }
     }
 
+    /// Hands `handle` each request head (up to its blank line) as it arrives, for requests
+    /// without a body; the connection ends when `handle` returns false or the client closes.
+    static func eachHead(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, _ handle: (String) async throws -> Bool) async throws {
+        var text = ""
+        for try await chunk in inbound {
+            text += String(buffer: chunk)
+            while let end = text.range(of: "\r\n\r\n") {
+                let head = String(text[..<end.lowerBound])
+                text = String(text[end.upperBound...])
+                guard try await handle(head) else { return }
+            }
+        }
+    }
+
     /// Reads until `marker` has arrived; returns every byte read. (Keep the iterator while the
     /// connection lasts: one dropped makes the channel discard what arrives.)
     static func read(_ iterator: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator, until marker: String) async throws -> String {
@@ -102,15 +116,10 @@ final class RawUpstream: Sendable {
         let upstream = RawUpstream()
         let seen = Locked<[String]>([])
         try await upstream.run(serve: { _, inbound, outbound in
-            var iterator = inbound.makeAsyncIterator()
-            var pending = ""
-            while let chunk = try await iterator.next() {
-                pending += String(buffer: chunk)
-                while let end = pending.range(of: "\r\n\r\n") {
-                    seen.withLock { $0.append(String(pending[..<end.lowerBound])) }
-                    pending = String(pending[end.upperBound...])
-                    try await outbound.write(Self.answer("ok"))
-                }
+            try await RawUpstream.eachHead(inbound) { head in
+                seen.withLock { $0.append(head) }
+                try await outbound.write(Self.answer("ok"))
+                return true
             }
         }) { port in
             let client = try Self.client(port)
@@ -132,19 +141,14 @@ final class RawUpstream: Sendable {
     @Test func answersWithoutABodyEndAtTheirHead() async throws {
         let upstream = RawUpstream()
         try await upstream.run(serve: { _, inbound, outbound in
-            var iterator = inbound.makeAsyncIterator()
-            var text = ""
-            while let chunk = try await iterator.next() {
-                text += String(buffer: chunk)
-                while let end = text.range(of: "\r\n\r\n") {
-                    let line = text[..<end.lowerBound].prefix { $0 != "\r" }
-                    text = String(text[end.upperBound...])
-                    let answer = line.hasPrefix("HEAD ") ? "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n"
-                        : line.contains("/none ") ? "HTTP/1.1 204 No Content\r\n\r\n"
-                        : line.contains("/same ") ? "HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\n\r\n"
-                        : "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nbody"
-                    try await outbound.write(ByteBuffer(string: answer))
-                }
+            try await RawUpstream.eachHead(inbound) { head in
+                let line = head.prefix { $0 != "\r" }
+                let answer = line.hasPrefix("HEAD ") ? "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n"
+                    : line.contains("/none ") ? "HTTP/1.1 204 No Content\r\n\r\n"
+                    : line.contains("/same ") ? "HTTP/1.1 304 Not Modified\r\ncontent-length: 7\r\n\r\n"
+                    : "HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nbody"
+                try await outbound.write(ByteBuffer(string: answer))
+                return true
             }
         }) { port in
             let client = try Self.client(port)
@@ -291,15 +295,11 @@ final class RawUpstream: Sendable {
     @Test func waitersTakeReleasedConnectionsAndStalledUploadsTimeOut() async throws {
         let upstream = RawUpstream()
         try await upstream.run(serve: { _, inbound, outbound in
-            var iterator = inbound.makeAsyncIterator()
-            var text = ""
-            while let chunk = try await iterator.next() {
-                text += String(buffer: chunk)
-                guard let end = text.range(of: "\r\n\r\n") else { continue }
-                if text.hasPrefix("POST /stall ") { try await Task.sleep(for: .seconds(30)) }  // reads no body
-                text = String(text[end.upperBound...])
+            try await RawUpstream.eachHead(inbound) { head in
+                if head.hasPrefix("POST /stall ") { try await Task.sleep(for: .seconds(30)) }  // reads no body
                 try await Task.sleep(for: .milliseconds(300))
                 try await outbound.write(Self.answer("ok"))
+                return true
             }
         }) { port in
             let client = try Self.client(port, connections: 1, connectTimeout: .seconds(3))
@@ -327,16 +327,12 @@ final class RawUpstream: Sendable {
     @Test func aStaleConnectionIsRetriedForSafeRequestsOnly() async throws {
         let upstream = RawUpstream()
         try await upstream.run(serve: { _, inbound, outbound in
-            var iterator = inbound.makeAsyncIterator()
-            var text = ""
             var answered = false
-            while let chunk = try await iterator.next() {
-                text += String(buffer: chunk)
-                guard let end = text.range(of: "\r\n\r\n") else { continue }
-                if answered { return }  // the second request: dropped unanswered
+            try await RawUpstream.eachHead(inbound) { _ in
+                if answered { return false }  // the second request: dropped unanswered
                 answered = true
-                text = String(text[end.upperBound...])
                 try await outbound.write(Self.answer("once"))
+                return true
             }
         }) { port in
             let client = try Self.client(port)
