@@ -43,32 +43,70 @@ public struct SignableBody: Sendable {
 }
 
 extension HTTPClient {
-    /// Executes `request` signed (SPEC §4) with a fresh nonce for every attempt: the URL, the
-    /// method and the header fields the signer covers are signed as they are sent, with the
-    /// body's whash. A 503 is retried as `retry` says, each attempt signed again; any other
-    /// response is returned. The body goes in `body` (a request with its own body is refused
-    /// `invalidInput`: it could be neither signed nor sent again).
-    public func execute(_ request: HTTPClientRequest, body: SignableBody = .empty, signer: Signer, names: SignHeaderNames = .standard,
-                        retry: RetryPolicy = RetryPolicy(), timeout: TimeAmount) async throws -> HTTPClientResponse {
-        let method = try RequestMethod(token: request.method.rawValue)
+    /// Executes `request` through `client` (`SigningClient`): signed (SPEC §4) with a fresh
+    /// nonce for every attempt, the URL, the method and the header fields the signer covers as
+    /// they are sent, with the body's whash. The client's policies decide after each response
+    /// (by default a 503 is retried after a short `Retry-After`); the response they deliver is
+    /// returned. The body goes in `body` (a request with its own body is refused `invalidInput`:
+    /// it could be neither signed nor sent again).
+    public func execute(_ request: HTTPClientRequest, body: SignableBody = .empty, client: SigningClient,
+                        timeout: TimeAmount) async throws -> HTTPClientResponse {
         // A body set on the request could not be signed or sent again: it would go out unsigned
         // or be replaced. It belongs in `body`.
         guard request.body == nil else {
             throw SignCoreError(.invalidInput, "a signed request's body is given as the body parameter, not on the request")
         }
-        return try await retry.run { _ in
-            var signed = request
-            signed.headers.remove(name: names.whash.rawName)
-            signed.headers.remove(name: names.wtoken.rawName)
-            let fields = signed.headers.map { HeaderField($0.name, $0.value) }
-            let headers = try await signer.signAsync(method: method, url: signed.url, bodyWHash: body.whash, headers: fields)
-            signed.headers.add(name: names.whash.rawName, value: headers.whash)
-            signed.headers.add(name: names.wtoken.rawName, value: headers.wtoken)
-            signed.body = body.make()
-            let response = try await execute(signed, timeout: timeout)
-            if response.status.code == 503 { _ = try? await response.body.collect(upTo: 64 * 1024) }  // free the connection
-            return (response, Int(response.status.code), response.headers.first(name: "retry-after"))
+        let transport = ClientTransport(http: self, request: request, body: body, timeout: timeout)
+        return try await client.send(try Self.httpRequest(request), bodyWHash: body.whash, through: transport).1
+    }
+
+    /// `request` as swift-http-types has it, to be signed: the URL as it is written, its
+    /// method and header fields in order.
+    static func httpRequest(_ request: HTTPClientRequest) throws(SignCoreError) -> HTTPRequest {
+        var fields = HTTPFields()
+        for header in request.headers {
+            guard let name = HTTPField.Name(header.name) else {
+                throw SignCoreError(.invalidInput, "a header field's name is not a token")
+            }
+            fields.append(HTTPField(name: name, value: header.value))
         }
+        guard let method = HTTPRequest.Method(request.method.rawValue) else {
+            throw SignCoreError(.invalidInput, "the request's method is not a token")
+        }
+        return try HTTPRequest(method: method, urlString: request.url, headerFields: fields)
+    }
+}
+
+/// AsyncHTTPClient as a `SignedTransport`: the request sent with the signed request's header
+/// fields and a new body for every attempt; the response body streamed.
+private struct ClientTransport: SignedTransport {
+    let http: HTTPClient
+    let request: HTTPClientRequest
+    let body: SignableBody
+    let timeout: TimeAmount
+
+    func send(_ signed: HTTPRequest) async throws -> (HTTPResponse, HTTPClientResponse) {
+        var sent = request
+        sent.headers = HTTPHeaders(signed.headerFields.map { ($0.name.rawName, $0.value) })
+        sent.body = body.make()
+        let response = try await http.execute(sent, timeout: timeout)
+        var fields = HTTPFields()
+        for header in response.headers {
+            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+        }
+        return (HTTPResponse(status: .init(code: Int(response.status.code)), headerFields: fields), response)
+    }
+
+    func peek(_ response: HTTPClientResponse, upTo limit: Int) async throws -> (bytes: [UInt8], isComplete: Bool, body: HTTPClientResponse) {
+        let (bytes, isComplete, chunks) = try await PeekedChunks.peek(response.body, upTo: limit, count: { $0.readableBytes },
+                                                                       bytes: { $0.getBytes(at: $0.readerIndex, length: $1) ?? [] })
+        var response = response
+        response.body = .stream(chunks)
+        return (bytes, isComplete, response)
+    }
+
+    func discard(_ response: HTTPClientResponse) async {
+        _ = try? await response.body.collect(upTo: SigningClient.maxBodyLimit)  // read to its end, or the connection closes
     }
 }
 

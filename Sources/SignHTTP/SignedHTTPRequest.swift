@@ -53,3 +53,20 @@ extension Signer {
         request.headerFields[names.wtoken] = headers.wtoken
     }
 }
+
+extension HTTPRequest {
+    /// A request to `url` as it is written: the scheme before `://`, the authority up to the
+    /// first `/`, `?` or `#`, the rest as the path (`/` when empty, and before a bare query), so
+    /// the URL a signer reads back is the URL given, not one a URL parser rewrote. For clients
+    /// whose requests carry their URL as a string (AsyncHTTPClient, the OpenAPI runtime).
+    public init(method: Method, urlString url: String, headerFields: HTTPFields = HTTPFields()) throws(SignCoreError) {
+        guard let separator = url.range(of: "://"), separator.lowerBound > url.startIndex else {
+            throw SignCoreError(.invalidURL, "the request's URL has no scheme")
+        }
+        let afterScheme = url[separator.upperBound...]
+        let pathStart = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
+        let path = afterScheme[pathStart...]
+        self.init(method: method, scheme: String(url[..<separator.lowerBound]), authority: String(afterScheme[..<pathStart]),
+                  path: path.hasPrefix("/") ? String(path) : "/" + path, headerFields: headerFields)
+    }
+}

@@ -4,22 +4,21 @@ import OpenAPIRuntime
 import SignCore
 import SignHTTP
 
-/// Signs every request a generated OpenAPI client sends (SPEC §4), with a fresh nonce each time
-/// it is called. Put it last in the client's middlewares (nearest the transport): a retry
-/// middleware before it then gets a new signature for every attempt.
+/// Signs every request a generated OpenAPI client sends (SPEC §4) through a `SigningClient`: a
+/// fresh nonce for every attempt, and the client's policies after each response (by default a
+/// 503 is retried after a short `Retry-After`, signed again). Put it last in the client's
+/// middlewares (nearest the transport).
 ///
 /// The URL signed is the one the transports send: the base URL's scheme, authority and path
 /// followed by the operation's path and query. A body that can be read more than once is hashed
 /// by reading it once and sent as it is; a single-pass body (a stream) is collected, up to
 /// `maxBufferedBody` bytes, so it can be hashed and still sent (and resent).
 public struct SigningMiddleware: ClientMiddleware {
-    public let signer: Signer
-    public let names: SignHeaderNames
+    public let client: SigningClient
     public let maxBufferedBody: Int
 
-    public init(signer: Signer, names: SignHeaderNames = .standard, maxBufferedBody: Int = 16 << 20) {
-        self.signer = signer
-        self.names = names
+    public init(client: SigningClient, maxBufferedBody: Int = 16 << 20) {
+        self.client = client
         self.maxBufferedBody = maxBufferedBody
     }
 
@@ -36,13 +35,13 @@ public struct SigningMiddleware: ClientMiddleware {
             // withUnsafeBytes crashes Swift 6.3's IR generation.)
             for try await chunk in body { chunk.withUnsafeBytes { try? hasher.append($0) } }
         }
-        let headers = try await signer.signAsync(method: try RequestMethod(token: request.method.rawValue),
-                                                 url: try Self.url(of: request, baseURL: baseURL), bodyWHash: hasher.finalize(),
-                                                 headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) })
-        var signed = request
-        signed.headerFields[names.whash] = headers.whash
-        signed.headerFields[names.wtoken] = headers.wtoken
-        return try await next(signed, body, baseURL)
+        // The request as signed: the URL the transport will send, as it is written.
+        let signing = try HTTPRequest(method: request.method, urlString: Self.url(of: request, baseURL: baseURL),
+                                      headerFields: request.headerFields)
+        let whash = hasher.finalize()
+        return try await withoutActuallyEscaping(next) { next in  // the transport lives only for this call
+            try await client.send(signing, bodyWHash: whash, through: NextTransport(request: request, body: body, baseURL: baseURL, next: next))
+        }
     }
 
     /// The base URL with the request's path appended and its query in place of the base's, as
@@ -55,5 +54,31 @@ public struct SigningMiddleware: ClientMiddleware {
         base.percentEncodedQuery = target.percentEncodedQuery
         guard let url = base.url else { throw SignCoreError(.invalidURL, "the base URL and the operation's path do not make a URL") }
         return url.absoluteString
+    }
+}
+
+/// The rest of the middleware chain as a `SignedTransport`: the operation's request with the
+/// signed header fields, and its body (readable again) for every attempt.
+private struct NextTransport: SignedTransport {
+    let request: HTTPRequest
+    let body: HTTPBody?
+    let baseURL: URL
+    let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+
+    func send(_ signed: HTTPRequest) async throws -> (HTTPResponse, HTTPBody?) {
+        var sent = request
+        sent.headerFields = signed.headerFields
+        return try await next(sent, body, baseURL)
+    }
+
+    func peek(_ body: HTTPBody?, upTo limit: Int) async throws -> (bytes: [UInt8], isComplete: Bool, body: HTTPBody?) {
+        guard let body else { return ([], true, nil) }
+        let (bytes, isComplete, chunks) = try await PeekedChunks.peek(body, upTo: limit, count: { $0.count }, bytes: { Array($0.prefix($1)) })
+        return (bytes, isComplete, HTTPBody(chunks, length: body.length, iterationBehavior: .single))
+    }
+
+    func discard(_ body: HTTPBody?) async {
+        guard let body else { return }
+        _ = try? await [UInt8](collecting: body, upTo: SigningClient.maxBodyLimit)
     }
 }

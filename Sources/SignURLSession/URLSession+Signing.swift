@@ -8,36 +8,45 @@ import SignCore
 import SignHTTP
 
 extension URLSession {
-    /// Sends `request` with `body`, signed (SPEC §4) with a fresh nonce for every attempt: the
-    /// body is hashed in place (not copied) once, and sent as it is. `request` needs its scheme,
-    /// authority and path (`HTTPRequest(method:url:)` sets them). A 503 is retried as `retry`
-    /// says; any other response is returned as it is.
-    public func signedData(for request: HTTPRequest, body: Data = Data(), signer: Signer, names: SignHeaderNames = .standard,
-                           retry: RetryPolicy = RetryPolicy()) async throws -> (Data, HTTPResponse) {
+    /// Sends `request` with `body` through `client` (`SigningClient`): signed (SPEC §4) with a
+    /// fresh nonce for every attempt, the body hashed in place (not copied) once and sent as it
+    /// is. `request` needs its scheme, authority and path (`HTTPRequest(method:url:)` sets
+    /// them). The client's policies decide after each response (by default a 503 is retried
+    /// after a short `Retry-After`); the response they deliver is returned.
+    public func signedData(for request: HTTPRequest, body: Data = Data(), client: SigningClient) async throws -> (Data, HTTPResponse) {
         let whash = body.withUnsafeBytes { WHash.ofBody($0) }
-        return try await send(request, whash: whash, signer: signer, names: names, retry: retry) { signed in
-            try await body.isEmpty && RequestMethod(token: signed.method.rawValue).contentClass == .url
-                ? data(for: signed) : upload(for: signed, from: body)
+        let sendsBody = try !body.isEmpty || RequestMethod(token: request.method.rawValue).contentClass == .body
+        return try await exchange(request, whash: whash, client: client) { signed in
+            try await sendsBody ? self.upload(for: signed, from: body) : self.data(for: signed)
         }
     }
 
-    /// Uploads a file as the body of `request`, signed: the file is hashed once in constant
-    /// memory, then URLSession streams it from disk on every attempt.
-    public func signedUpload(for request: HTTPRequest, fromFile file: URL, signer: Signer, names: SignHeaderNames = .standard,
-                             retry: RetryPolicy = RetryPolicy()) async throws -> (Data, HTTPResponse) {
+    /// Uploads a file as the body of `request` through `client`: the file is hashed once in
+    /// constant memory, then URLSession streams it from disk on every attempt.
+    public func signedUpload(for request: HTTPRequest, fromFile file: URL, client: SigningClient) async throws -> (Data, HTTPResponse) {
         let (whash, _) = try WHash.ofFile(atPath: file.path)
-        return try await send(request, whash: whash, signer: signer, names: names, retry: retry) { signed in
-            try await upload(for: signed, fromFile: file)
-        }
+        return try await exchange(request, whash: whash, client: client) { signed in try await self.upload(for: signed, fromFile: file) }
     }
 
-    private func send(_ request: HTTPRequest, whash: SHA256Digest, signer: Signer, names: SignHeaderNames, retry: RetryPolicy,
-                      _ transfer: (HTTPRequest) async throws -> (Data, HTTPResponse)) async throws -> (Data, HTTPResponse) {
-        try await retry.run { _ in
-            var signed = request
-            try await signer.signAsync(&signed, bodyWHash: whash, names: names)
-            let (data, response) = try await transfer(signed)
-            return ((data, response), response.status.code, response.headerFields[.retryAfter])
-        }
+    private func exchange(_ request: HTTPRequest, whash: SHA256Digest, client: SigningClient,
+                          _ transfer: @escaping (HTTPRequest) async throws -> (Data, HTTPResponse)) async throws -> (Data, HTTPResponse) {
+        let (response, data) = try await client.send(request, bodyWHash: whash, through: DataTransport(transfer: transfer))
+        return (data, response)
     }
+}
+
+/// URLSession as a `SignedTransport`: the response body arrives whole, as `Data`.
+private struct DataTransport: SignedTransport {
+    let transfer: (HTTPRequest) async throws -> (Data, HTTPResponse)
+
+    func send(_ request: HTTPRequest) async throws -> (HTTPResponse, Data) {
+        let (data, response) = try await transfer(request)
+        return (response, data)
+    }
+
+    func peek(_ body: Data, upTo limit: Int) async throws -> (bytes: [UInt8], isComplete: Bool, body: Data) {
+        (Array(body.prefix(limit)), body.count <= limit, body)
+    }
+
+    func discard(_ body: Data) async {}
 }

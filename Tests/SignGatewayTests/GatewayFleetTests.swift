@@ -126,12 +126,12 @@ import Testing
                 defer { _ = http.shutdown() }
                 let signer = try Signer(key: Self.key)
                 let base = "http://127.0.0.1:\(port)"
-                #expect(try await http.execute(HTTPClientRequest(url: base + "/before"), signer: signer, retry: .never, timeout: .seconds(10)).status == .ok)
+                #expect(try await http.execute(HTTPClientRequest(url: base + "/before"), client: SigningClient(signer: signer, policies: []), timeout: .seconds(10)).status == .ok)
                 try server.kill()
                 let during = try await withThrowingTaskGroup(of: (UInt, String?).self) { group in
                     for index in 0..<100 {
                         group.addTask {
-                            let response = try await http.execute(HTTPClientRequest(url: base + "/during/\(index)"), signer: signer, retry: .never,
+                            let response = try await http.execute(HTTPClientRequest(url: base + "/during/\(index)"), client: SigningClient(signer: signer, policies: []),
                                                                   timeout: .seconds(30))
                             return (response.status.code, response.headers.first(name: "retry-after"))
                         }
@@ -142,7 +142,7 @@ import Testing
                 try server.startAgain()
                 var recovered = false
                 for _ in 0..<100 where !recovered {
-                    recovered = try await http.execute(HTTPClientRequest(url: base + "/after"), signer: signer, retry: .never, timeout: .seconds(10)).status == .ok
+                    recovered = try await http.execute(HTTPClientRequest(url: base + "/after"), client: SigningClient(signer: signer, policies: []), timeout: .seconds(10)).status == .ok
                     if !recovered { try await Task.sleep(for: .milliseconds(200)) }
                 }
                 #expect(recovered)
@@ -182,13 +182,13 @@ import Testing
                 var put = HTTPClientRequest(url: "http://127.0.0.1:\(port)/upload")
                 put.method = .PUT
                 let good = try await http.execute(put, body: .stream(whash: whash, length: Int64(size)) { Chunks(pattern: pattern, count: size / chunk, tamperLast: false) },
-                                                  signer: signer, retry: .never, timeout: .seconds(600))
+                                                  client: SigningClient(signer: signer, policies: []), timeout: .seconds(600))
                 _ = try await good.body.collect(upTo: 1 << 16)
                 #expect(good.status == .ok, "\(good.headers.first(name: "signcore-error") ?? "")")
                 let growth = peak.value.withLock { $0 } - before
                 #expect(growth < 256 << 20, "resident memory grew \(growth >> 20) MiB for a 1 GiB body")
                 let bad = try await http.execute(put, body: .stream(whash: whash, length: Int64(size)) { Chunks(pattern: pattern, count: size / chunk, tamperLast: true) },
-                                                 signer: signer, retry: .never, timeout: .seconds(600))
+                                                 client: SigningClient(signer: signer, policies: []), timeout: .seconds(600))
                 #expect(bad.status == .unauthorized && bad.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true)
             }
         }

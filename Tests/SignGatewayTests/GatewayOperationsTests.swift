@@ -5,6 +5,7 @@ import InMemoryLogging
 import Logging
 import NIOCore
 import SignAsyncHTTPClient
+import SignHTTP
 @_spi(SignCoreTools) import SignCore
 @testable import SignGateway
 import SignTestSupport
@@ -103,7 +104,7 @@ import Testing
                 #expect(try await http.execute(request, timeout: .seconds(10)).status == .ok)
                 let refused = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x?secret=hunter2"), timeout: .seconds(10))
                 #expect(refused.status == .unauthorized)
-                let signed = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/y"), signer: Signer(key: GatewayTests.key),
+                let signed = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/y"), client: SigningClient(signer: Signer(key: GatewayTests.key)),
                                                     timeout: .seconds(10))
                 #expect(signed.status == .ok)
 
@@ -185,17 +186,17 @@ import Testing
             let signer = try Signer(key: GatewayTests.key)
             var small = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x")
             small.method = .POST
-            let refused = try await http.execute(small, body: .bytes(ByteBuffer(bytes: Array(repeating: 1, count: 2048))), signer: signer,
+            let refused = try await http.execute(small, body: .bytes(ByteBuffer(bytes: Array(repeating: 1, count: 2048))), client: SigningClient(signer: signer),
                                                  timeout: .seconds(10))
             #expect(refused.status.code == 413, "\(refused.status) \(refused.headers)")
             var upload = HTTPClientRequest(url: "http://127.0.0.1:\(port)/upload/a")
             upload.method = .PUT
-            let uploaded = try await http.execute(upload, body: .bytes(ByteBuffer(bytes: big)), signer: signer, timeout: .seconds(30))
+            let uploaded = try await http.execute(upload, body: .bytes(ByteBuffer(bytes: big)), client: SigningClient(signer: signer), timeout: .seconds(30))
             #expect(uploaded.status == .ok, "\(uploaded.status) \(uploaded.headers)")
             // A body set on the request itself could not be signed: refused, never sent without it.
             var misplaced = upload
             misplaced.body = .bytes(ByteBuffer(bytes: big))
-            await #expect(throws: SignCoreError.self) { _ = try await http.execute(misplaced, signer: signer, timeout: .seconds(10)) }
+            await #expect(throws: SignCoreError.self) { _ = try await http.execute(misplaced, client: SigningClient(signer: signer), timeout: .seconds(10)) }
             let slow = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow"), timeout: .seconds(10))
             #expect(slow.status == .gatewayTimeout)
         }

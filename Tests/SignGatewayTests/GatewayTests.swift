@@ -45,44 +45,44 @@ import Testing
         upstream.flakyLeft.withLock { $0 = 2 }
         try await upstream.run { upstreamPort in
             try await withGateway(Self.configuration(upstream: upstreamPort, keys: keys)) { port in
-                let signer = try Signer(key: Self.key, account: "acct-9", coveredHeaders: ["content-type"])
+                let client = SigningClient(signer: try Signer(key: Self.key, account: "acct-9", coveredHeaders: ["content-type"]))
                 let base = "http://127.0.0.1:\(port)"
                 let http = HTTPClient(eventLoopGroupProvider: .singleton)
                 defer { _ = http.shutdown() }
 
                 // AsyncHTTPClient: a GET, a POST from memory, a file streamed from disk.
-                let get = try await http.execute(HTTPClientRequest(url: base + "/v1/orders?id=1&sort=desc"), signer: signer, timeout: .seconds(10))
+                let get = try await http.execute(HTTPClientRequest(url: base + "/v1/orders?id=1&sort=desc"), client: client, timeout: .seconds(10))
                 let getAnswer = try await Self.json(get)
                 #expect(get.status == .ok && getAnswer["keyID"] == "gw-key")
                 var post = HTTPClientRequest(url: base + "/v1/orders")
                 post.method = .POST
                 post.headers.add(name: "content-type", value: "application/json")
-                let posted = try await http.execute(post, body: .bytes(ByteBuffer(string: #"{"item":1}"#)), signer: signer, timeout: .seconds(10))
+                let posted = try await http.execute(post, body: .bytes(ByteBuffer(string: #"{"item":1}"#)), client: client, timeout: .seconds(10))
                 let postAnswer = try await Self.json(posted)
                 #expect(posted.status == .ok && postAnswer["bytes"] == "10")
                 let file = folder.path + "/upload.bin"
                 _ = FileManager.default.createFile(atPath: file, contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0) }))
                 var put = HTTPClientRequest(url: base + "/v1/blobs/1")
                 put.method = .PUT
-                let uploaded = try await http.execute(put, body: try .file(atPath: file), signer: signer, timeout: .seconds(10))
+                let uploaded = try await http.execute(put, body: try .file(atPath: file), client: client, timeout: .seconds(10))
                 let uploadAnswer = try await Self.json(uploaded)
                 #expect(uploaded.status == .ok && uploadAnswer["bytes"] == "300000")
 
                 // A 503 from upstream twice: retried, each attempt signed afresh (a resent token would be refused as replayed).
-                let flaky = try await http.execute(HTTPClientRequest(url: base + "/flaky"), signer: signer, timeout: .seconds(10))
+                let flaky = try await http.execute(HTTPClientRequest(url: base + "/flaky"), client: client, timeout: .seconds(10))
                 #expect(flaky.status == .ok)
 
                 // URLSession (FoundationNetworking).
                 let url = try #require(URL(string: base + "/v1/orders?id=2"))
-                let (data, response) = try await URLSession.shared.signedData(for: HTTPRequest(method: .get, url: url), signer: signer)
+                let (data, response) = try await URLSession.shared.signedData(for: HTTPRequest(method: .get, url: url), client: client)
                 #expect(response.status == .ok && String(decoding: data, as: UTF8.self).contains("\"account\":\"acct-9\""))
                 var upload = HTTPRequest(method: .post, url: try #require(URL(string: base + "/v1/orders")))
                 upload.headerFields[.contentType] = "application/json"
-                let (_, uploadResponse) = try await URLSession.shared.signedData(for: upload, body: Data("[1,2,3]".utf8), signer: signer)
+                let (_, uploadResponse) = try await URLSession.shared.signedData(for: upload, body: Data("[1,2,3]".utf8), client: client)
                 #expect(uploadResponse.status == .ok)
 
                 // The OpenAPI runtime's middleware, its `next` sending through AsyncHTTPClient as the AHC transport does.
-                let middleware = SigningMiddleware(signer: signer)
+                let middleware = SigningMiddleware(client: client)
                 let next = openAPITransport(http)
                 var operation = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/orders?via=openapi")
                 operation.headerFields[.contentType] = "application/json"
@@ -92,10 +92,25 @@ import Testing
                 #expect(status.status == .ok)
                 let text = try await String(collecting: try #require(answer), upTo: 1 << 16)
                 #expect(text.contains("\"bytes\":\"7\""))
+
+                // The same 503 twice through URLSession and the OpenAPI middleware (a single-pass body
+                // collected once, then sent with every attempt): retried by the same client core.
+                upstream.flakyLeft.withLock { $0 = 2 }
+                let flakyURL = try #require(URL(string: base + "/flaky"))
+                #expect(try await URLSession.shared.signedData(for: HTTPRequest(method: .get, url: flakyURL), client: client).1.status == .ok)
+                #expect(upstream.flakyLeft.withLock { $0 } == -1)
+                upstream.flakyLeft.withLock { $0 = 2 }
+                var flakyOperation = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/flaky")
+                flakyOperation.headerFields[.contentType] = "application/json"
+                let once = HTTPBody(AsyncStream { $0.yield(ArraySlice("[4,5]".utf8)); $0.finish() }, length: .unknown)
+                let (flakyStatus, _) = try await middleware.intercept(flakyOperation, body: once, baseURL: try #require(URL(string: base)),
+                                                                      operationID: "flaky", next: next)
+                #expect(flakyStatus.status == .ok)
             }
         }
-        #expect(upstream.all.count == 7)
+        #expect(upstream.all.count == 9)
         #expect(upstream.flakyLeft.withLock { $0 } == -1, "two 503s, then the third attempt")
+        #expect(upstream.all.last.map { $0.path == "/flaky" && $0.bodyBytes == 5 } == true, "the OpenAPI body sent again in full")
         #expect(upstream.all.allSatisfy { $0.keyID == "gw-key" && $0.account == "acct-9" && $0.complete })
     }
 
@@ -117,7 +132,7 @@ import Testing
                     request.headers.add(name: "signcore-account", value: "root")
                     request.headers.add(name: "Signcore-Key-Id", value: "admin2")
                     _ = try await http.execute(request, timeout: .seconds(10))  // unsigned
-                    _ = try await http.execute(request, signer: signer, timeout: .seconds(10))  // signed, the fake field even covered
+                    _ = try await http.execute(request, client: SigningClient(signer: signer), timeout: .seconds(10))  // signed, the fake field even covered
                 }
             }
         }
@@ -144,21 +159,21 @@ import Testing
                 let healthBody = try await health.body.collect(upTo: 1024)
                 #expect(health.status == .ok && String(buffer: healthBody).contains("\"keys\":1"))
                 let newSigner = try Signer(key: newKey)
-                let before = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10))
+                let before = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), client: SigningClient(signer: newSigner), timeout: .seconds(10))
                 #expect(before.headers.first(name: "signcore-error")?.hasPrefix("unknownKey") == true)
                 try folder.writeKeys([newKey])  // rotated: the old key gone, the new one in
                 var reloaded = false
                 for _ in 0..<40 where !reloaded {
                     try await Task.sleep(for: .milliseconds(250))
-                    reloaded = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10)).status == .ok
+                    reloaded = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), client: SigningClient(signer: newSigner), timeout: .seconds(10)).status == .ok
                 }
                 #expect(reloaded)
-                let old = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: Signer(key: Self.key), timeout: .seconds(10))
+                let old = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), client: SigningClient(signer: Signer(key: Self.key)), timeout: .seconds(10))
                 #expect(old.status == .unauthorized)
                 // A broken file keeps the keys in use.
                 _ = FileManager.default.createFile(atPath: keys, contents: Data("{not json".utf8))
                 try await Task.sleep(for: .milliseconds(2500))
-                let still = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), signer: newSigner, timeout: .seconds(10))
+                let still = try await http.execute(HTTPClientRequest(url: base + "/v1/orders"), client: SigningClient(signer: newSigner), timeout: .seconds(10))
                 #expect(still.status == .ok)
             }
         }
@@ -174,7 +189,7 @@ import Testing
         defer { _ = http.shutdown() }
         let closed = try freePort()  // nothing listens there
         try await withGateway(Self.configuration(upstream: closed, keys: keys, ["upstreamConnectTimeout": 1])) { port in
-            let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), signer: Signer(key: Self.key),
+            let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), client: SigningClient(signer: Signer(key: Self.key)),
                                                   timeout: .seconds(10))
             #expect(response.status == .badGateway)
             #expect(response.headers.first(name: "signcore-error") == "upstreamFailed;code=70;advice=retryLater")
@@ -182,7 +197,7 @@ import Testing
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             try await withGateway(Self.configuration(upstream: upstreamPort, keys: keys, ["upstreamTimeout": 1])) { port in
-                let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow"), signer: Signer(key: Self.key),
+                let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow"), client: SigningClient(signer: Signer(key: Self.key)),
                                                       timeout: .seconds(10))
                 #expect(response.status == .gatewayTimeout)
                 #expect(response.headers.first(name: "signcore-error") == "upstreamTimeout;code=71;advice=retryLater")
@@ -410,11 +425,11 @@ import Testing
             for size in [4 << 20, 1 << 20, 100] {
                 var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/early/signed")
                 post.method = .POST
-                let response = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 9, count: size)), signer: signer,
+                let response = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 9, count: size)), client: SigningClient(signer: signer),
                                                       timeout: .seconds(20))
                 #expect(response.status == .notFound || response.status == .badGateway, "\(size) bytes: \(response.status)")
             }
-            let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), signer: signer, timeout: .seconds(10))
+            let after = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/x"), client: SigningClient(signer: signer), timeout: .seconds(10))
             #expect(after.status == .ok)
         }
     }

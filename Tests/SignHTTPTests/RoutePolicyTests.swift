@@ -70,13 +70,4 @@ import Testing
         #expect(RetryPolicy.never.delay(status: 503, retryAfter: "0", attempt: 1) == nil)
         #expect(RetryPolicy(maxAttempts: 0).maxAttempts == 1)
     }
-
-    @Test func runReturnsTheLastResponseWhenAttemptsAreSpent() async throws {
-        var attempts: [Int] = []
-        let last = try await RetryPolicy(maxAttempts: 3).run { attempt in
-            attempts.append(attempt)
-            return (attempt, 503, "0")
-        }
-        #expect(attempts == [1, 2, 3] && last == 3)
-    }
 }

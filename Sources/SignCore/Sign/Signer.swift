@@ -15,8 +15,9 @@ public struct Signer: Sendable {
     /// covered by the signature (SPEC §3.2): anyone can change it in transit. Off by default,
     /// when signing one is `unexpectedBody`.
     public let allowsUnsignedBody: Bool
-    /// Seconds since the Unix epoch; injected so tests and vectors pin time.
-    public let clock: @Sendable () -> Int64
+    /// Seconds since the Unix epoch; injected so tests and vectors pin time, and replaced by a
+    /// client that corrects for a server's clock (`withClock`).
+    public private(set) var clock: @Sendable () -> Int64
     /// `coveredHeaders` as the token's `headers` field.
     private let headersField: String
 
@@ -56,6 +57,13 @@ public struct Signer: Sendable {
     public func withAccount(_ account: String) throws(SignCoreError) -> Signer {
         try Signer(key: key, lifetime: lifetime, account: account, coveredHeaders: coveredHeaders,
                    allowsUnsignedBody: allowsUnsignedBody, clock: clock)
+    }
+
+    /// The same signer reading another clock (a client's, corrected by an offset it learnt).
+    public func withClock(_ clock: @escaping @Sendable () -> Int64) -> Signer {
+        var signer = self
+        signer.clock = clock
+        return signer
     }
 
     /// Signs a request whose body is in memory. `headers` are the request's header fields: the

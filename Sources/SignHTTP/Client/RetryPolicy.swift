@@ -5,8 +5,9 @@ import SignCore
 /// (503, the replay guard or a store unavailable), after its `Retry-After` when that is short
 /// enough, and every attempt signed afresh (a resent token would be a replay). A refusal of the
 /// signature itself (401) is never retried blindly: signing the same request again gives the same
-/// verdict. Transport errors are the caller's: a POST that may have arrived is not resent.
-public struct RetryPolicy: Sendable, Equatable {
+/// verdict. Transport errors are the caller's: a POST that may have arrived is not resent. The
+/// first policy of a `SigningClient`.
+public struct RetryPolicy: ExchangePolicy, Equatable {
     /// Attempts in all, the first included.
     public var maxAttempts: Int
     /// The longest `Retry-After` honoured; a longer one ends the attempts with that response.
@@ -38,15 +39,9 @@ public struct RetryPolicy: Sendable, Equatable {
         return delay <= maxDelay ? delay : nil
     }
 
-    /// Runs `attempt` (given its number, from 1) until a response needs no retry or the
-    /// attempts are spent; returns the last response.
-    public func run<Response>(_ attempt: (Int) async throws -> (response: Response, status: Int, retryAfter: String?)) async throws -> Response {
-        var number = 1
-        while true {
-            let outcome = try await attempt(number)
-            guard let delay = delay(status: outcome.status, retryAfter: outcome.retryAfter, attempt: number) else { return outcome.response }
-            try await Task.sleep(for: delay)
-            number += 1
-        }
+    /// Retries a 503 as `delay` says, with no field added.
+    public func decide(_ exchange: Exchange) async -> ExchangeDecision {
+        delay(status: exchange.response.status.code, retryAfter: exchange.response.headerFields[.retryAfter],
+              attempt: exchange.attempt).map { .retry(after: $0) } ?? .deliver
     }
 }

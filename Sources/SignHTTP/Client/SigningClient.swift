@@ -1,0 +1,118 @@
+import HTTPTypes
+@_spi(SignCoreTools) import SignCore
+
+/// The one place where a request is signed, sent and answered (SPEC §4, §7.1), whatever library
+/// sends it: the signing key and settings, a clock offset, per-origin state, and the policies
+/// that decide after each response. Every attempt is signed afresh (a resent token would be a
+/// replay). Make one per key and keep it: the state it learns serves every later request.
+///
+/// The transports are thin adapters over it: `URLSession.signedData(for:body:client:)`,
+/// `HTTPClient.execute(_:body:client:timeout:)` and the OpenAPI `SigningMiddleware`.
+public final class SigningClient: Sendable {
+    /// The signer every attempt is signed with, reading the client's clock (`clockOffset`).
+    public let signer: Signer
+    public let names: SignHeaderNames
+    /// Asked in order after each response (`ExchangePolicy`).
+    public let policies: [any ExchangePolicy]
+    /// Attempts in all for one request, whatever the policies decide.
+    public let maxAttempts: Int
+    /// The most bytes of a response body read for the policies.
+    public static let maxBodyLimit = 64 * 1024
+    /// The most origins whose state is kept; past it, the state of one of them is dropped.
+    public static let maxOrigins = 256
+
+    private let offset: ClockOffset
+    private let origins = Locked<[String: OriginState]>([:])
+
+    /// `signer` signs every attempt, reading its own clock plus `clockOffset`; `policies`
+    /// decide after each response (by default: retry a 503 as `RetryPolicy()` says).
+    public init(signer: Signer, names: SignHeaderNames = .standard, policies: [any ExchangePolicy] = [RetryPolicy()],
+                maxAttempts: Int = 8) {
+        let offset = ClockOffset()
+        let clock = signer.clock
+        self.signer = signer.withClock { clock() &+ offset.seconds }
+        self.offset = offset
+        self.names = names
+        self.policies = policies
+        self.maxAttempts = max(1, maxAttempts)
+    }
+
+    /// Seconds added to the signer's clock for every token: a policy that learns the server's
+    /// clock runs ahead or behind sets it.
+    public var clockOffset: Int64 {
+        get { offset.seconds }
+        set { offset.seconds = newValue }
+    }
+
+    /// The state kept for the origin of `request` (its scheme and authority).
+    public func originState(for request: HTTPRequest) throws(SignCoreError) -> OriginState {
+        guard let scheme = request.scheme, let authority = request.authority else {
+            throw SignCoreError(.invalidURL, "the request needs a scheme and an authority to be signed")
+        }
+        let origin = (scheme + "://" + authority).lowercased()
+        return origins.withLock { origins in
+            if let state = origins[origin] { return state }
+            if origins.count >= Self.maxOrigins, let any = origins.keys.first { origins[any] = nil }
+            let state = OriginState(origin: origin)
+            origins[origin] = state
+            return state
+        }
+    }
+
+    /// Signs `request` with the body whose whash is `bodyWHash`, sends it through `transport`,
+    /// and asks the policies after each response; returns the response the policies deliver
+    /// (the last one when `maxAttempts` are spent). `request` needs its scheme, authority and
+    /// path. A transport error ends the exchange: a POST that may have arrived is not resent.
+    public func send<Transport: SignedTransport>(_ request: HTTPRequest, bodyWHash: SHA256Digest, through transport: Transport)
+        async throws -> (HTTPResponse, Transport.ResponseBody) {
+        let origin = try originState(for: request)
+        var request = request
+        var attempt = 1
+        while true {
+            var signed = request
+            try await signer.signAsync(&signed, bodyWHash: bodyWHash, names: names)
+            var (response, body) = try await transport.send(signed)
+            let limit = min(Self.maxBodyLimit, policies.map { $0.bodyLimit(for: response) }.max() ?? 0)
+            var peeked: [UInt8] = []
+            var isComplete = false
+            if limit > 0 { (peeked, isComplete, body) = try await transport.peek(body, upTo: limit) }
+            let exchange = Exchange(request: signed, response: response, body: peeked, bodyIsComplete: isComplete,
+                                    attempt: attempt, origin: origin, client: self)
+            var decision = ExchangeDecision.deliver
+            for policy in policies {
+                decision = await policy.decide(exchange)
+                if case .deliver = decision { continue }
+                break
+            }
+            switch decision {
+            case .deliver:
+                return (response, body)
+            case .retry(let delay, let fields):
+                guard attempt < maxAttempts else { return (response, body) }
+                await transport.discard(body)
+                try await Task.sleep(for: delay)
+                Self.set(fields, on: &request)
+                attempt += 1
+            case .fail(let error):
+                await transport.discard(body)
+                throw error
+            }
+        }
+    }
+
+    /// Each field of `fields` replaces the request's fields of its name (several of one name
+    /// are all kept).
+    static func set(_ fields: HTTPFields, on request: inout HTTPRequest) {
+        for name in Set(fields.map(\.name)) { request.headerFields[name] = nil }
+        request.headerFields.append(contentsOf: fields)
+    }
+}
+
+/// The clock offset, shared by the client and its signer's clock.
+private final class ClockOffset: Sendable {
+    private let value = Locked<Int64>(0)
+    var seconds: Int64 {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
