@@ -182,6 +182,49 @@ public enum VectorCheck {
         return compare(got, want, tc.tcId)
     }
 
+    /// A message sign case (SPEC §10): the signing input byte for byte, and the signature byte
+    /// for byte where it is deterministic (HS256; EdDSA on a deterministic backend), else one
+    /// that verifies.
+    public static func signMessage(_ tc: MessageVectors.SignCase, in file: MessageVectors,
+                                   deterministicEd25519: Bool = SignCoreVersion.ed25519SignaturesAreDeterministic) -> [String] {
+        guard let message = BodySpec.bytes(of: tc.message) else { return ["tcId \(tc.tcId): unknown message formula"] }
+        let algorithm = (try? file.key(tc.key))?.algorithm
+        let reproducible = algorithm == .hmacSHA256 || (algorithm == .ed25519 && deterministicEd25519)
+        let got = Outcome {
+            let key = try file.key(tc.key)
+            let signature = try key.signMessage(message, context: tc.context)
+            let input = try key.messageSigningInput(message, context: tc.context)
+            try key.verifyMessage(message, signature: signature, context: tc.context)
+            let inputText = input.count > 4096 ? "sha256:" + SHA256Hasher.hash(input).bytes.hex : input.hex
+            return inputText + " " + (reproducible ? Base64URL.encode(signature) : "verifies")
+        }
+        let want = tc.expected.map { expected in
+            let inputText = expected.signingInput ?? ("sha256:" + (expected.signingInputSHA256 ?? ""))
+            return Outcome.valid(inputText + " " + (reproducible ? expected.signature : "verifies"))
+        } ?? Outcome(result: tc.result, expected: nil, error: tc.error)
+        var problems = compare(got, want, tc.tcId)
+        // The stored signature (ES256 and hedged EdDSA included) verifies here too.
+        if let expected = tc.expected, let key = try? file.key(tc.key), case let signature = base64url(expected.signature),
+           (try? key.verifyMessage(message, signature: signature, context: tc.context)) == nil {
+            problems.append("tcId \(tc.tcId): the stored signature does not verify")
+        }
+        return problems
+    }
+
+    /// A vector's base64url field as bytes; text that is not base64url decodes to nothing.
+    static func base64url(_ text: String) -> [UInt8] {
+        Array(text.utf8).withUnsafeBytes { Base64URL.decode($0) } ?? []
+    }
+
+    public static func verifyMessage(_ tc: MessageVectors.VerifyCase, in file: MessageVectors) -> [String] {
+        guard let message = BodySpec.bytes(of: tc.message) else { return ["tcId \(tc.tcId): unknown message formula"] }
+        let got = Outcome {
+            try file.key(tc.key).verifyMessage(message, signature: Self.base64url(tc.signature), context: tc.context)
+            return ""
+        }
+        return compare(got, Outcome(result: tc.result, expected: "", error: tc.error), tc.tcId)
+    }
+
     /// Cases and problems per vector file.
     public struct Report: Sendable {
         public var cases: [String: Int] = [:]
@@ -207,6 +250,9 @@ public enum VectorCheck {
         add(WTokenVectors.fileName, tokens.sign.count + tokens.verify.count, tokenProblems)
         let jwks: JWKVectors = try VectorFile.load(JWKVectors.fileName, from: directory)
         add(JWKVectors.fileName, jwks.tests.count + jwks.sets.count, jwks.tests.flatMap(jwk) + jwks.sets.flatMap(jwkSet))
+        let messages: MessageVectors = try VectorFile.load(MessageVectors.fileName, from: directory)
+        add(MessageVectors.fileName, messages.sign.count + messages.verify.count,
+            messages.sign.flatMap { signMessage($0, in: messages) } + messages.verify.flatMap { verifyMessage($0, in: messages) })
         return report
     }
 }

@@ -174,6 +174,51 @@ public struct WTokenVectors: Decodable, Sendable {
     }
 }
 
+/// `message.json` (SPEC §10): message signatures under a context.
+public struct MessageVectors: Decodable, Sendable {
+    public struct SignCase: Decodable, Sendable {
+        public struct Expected: Decodable, Sendable {
+            /// Hex; absent past 4096 bytes, where `signingInputSHA256` gives its SHA-256.
+            public let signingInput: String?
+            public let signingInputSHA256: String?
+            /// base64url; ES256: one that verifies (randomised).
+            public let signature: String
+        }
+
+        public let tcId: Int
+        public let comment: String
+        public let key: String
+        public let context: String
+        public let message: BodySpec?
+        public let result: String
+        public let expected: Expected?
+        public let error: String?
+    }
+
+    public struct VerifyCase: Decodable, Sendable {
+        public let tcId: Int
+        public let comment: String
+        public let key: String
+        public let context: String
+        public let message: BodySpec?
+        public let signature: String
+        public let result: String
+        public let error: String?
+    }
+
+    public let keys: [String: [String: String]]
+    public let sign: [SignCase]
+    public let verify: [VerifyCase]
+    public static let fileName = "message.json"
+
+    /// The named key, parsed from its JWK.
+    public func key(_ name: String) throws -> SigningKey {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try JWK.parseKey(String(decoding: try encoder.encode(keys[name] ?? [:]), as: UTF8.self))
+    }
+}
+
 public struct JWKVectors: Decodable, Sendable {
     public struct Case: Decodable, Sendable {
         public struct Expected: Decodable, Sendable {

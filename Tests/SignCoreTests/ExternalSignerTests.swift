@@ -143,6 +143,21 @@ import Testing
         #expect(key.exportSecret() == nil)
         #expect(throws: SignCoreError.self) { try SigningKey.external(try SoftwareHolder(.p256), id: "not a key id") }
     }
+
+    @Test(arguments: [SignatureAlgorithm.ed25519, .p256]) func aHolderSignsMessages(_ algorithm: SignatureAlgorithm) async throws {
+        let holder = try SoftwareHolder(algorithm)
+        let key = try SigningKey.external(holder)
+        let message = Array("register device 42".utf8)
+        let signature = try await key.signMessageAsync(message, context: "signcore-device/1")
+        try holder.key.publicOnly().verifyMessage(message, signature: signature, context: "signcore-device/1")
+        #expect(holder.inputs.withLock { $0 } == [try key.messageSigningInput(message, context: "signcore-device/1")],
+                "the holder is handed the SPEC §10.1 input, nothing else")
+        #expect(throws: SignCoreError.self) { _ = try key.signMessage(message, context: "signcore-device/1") }
+        for behaviour in [SoftwareHolder.Behaviour.fails, .wrongKey, .truncated, .derEncoded] {
+            let bad = try SigningKey.external(SoftwareHolder(algorithm, behaviour))
+            await #expect(throws: SignCoreError.self) { _ = try await bad.signMessageAsync(message, context: "signcore-device/1") }
+        }
+    }
 }
 
 #if SIGNCORE_SWIFT_CRYPTO

@@ -24,6 +24,18 @@ struct DeviceKeySigner: ExternalSigner {
 #endif
 
 @Suite struct ReadmeSnippetTests {
+    /// "Signing messages that are not requests" (SPEC §10), with each key kind.
+    @Test(arguments: SignatureAlgorithm.allCases) func messages(_ algorithm: SignatureAlgorithm) throws {
+        let key = try SigningKey.generate(algorithm)
+        // README messages: begin
+        let message = Array("nonce=7f3a;difficulty=18".utf8)
+        let signature = try key.signMessage(message, context: "signcore-challenge/1")      // any key that signs
+        try key.publicOnly().verifyMessage(message, signature: signature, context: "signcore-challenge/1")
+        // another context, message or key: SignCoreError .badSignature
+        // README messages: end
+        #expect(throws: SignCoreError.self) { try key.verifyMessage(message, signature: signature, context: "signcore-challenge/2") }
+    }
+
     /// "Using it from Swift": a client signs a POST covering two fields, the server verifies it
     /// with the required fields and a replay guard; the same request again is a replay.
     @Test func signAndVerify() async throws {

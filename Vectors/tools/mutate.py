@@ -28,18 +28,18 @@ FUNCTIONS = {
     "unb64u", "normalise", "ipv6", "canonical_url", "whash", "ed25519_point_ok", "Key.__init__", "Key.sign", "Key.verify",
     "target_digest", "covered_names", "canonical_line", "header_block", "headers_digest", "signing_input",
     "longest_token", "sign", "version_field", "parse_token", "verify", "unique_members", "refuse_constant", "depth",
-    "load_document", "refusal", "parse_key_set",
+    "load_document", "refusal", "parse_key_set", "message_input", "sign_message", "verify_message",
 }
 # Module constants that are limits or tables of the specification.
 CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_CREATED_DIGITS", "NAME_BYTES",
-             "MAX_DOCUMENT_BYTES", "MAX_DEPTH", "CODES", "STATUS_OF", "REASON"}
+             "MAX_DOCUMENT_BYTES", "MAX_DEPTH", "CODES", "STATUS_OF", "REASON", "CONTEXT_BYTES", "MAX_CONTEXT", "MAX_MESSAGE"}
 CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarge", "unknownKey", "algorithmMismatch",
          "badSignature", "invalidKey", "expired", "notYetValid", "lifetimeTooLong", "replayed", "overloaded", "unavailable",
          "whashMismatch", "targetMismatch", "headerNotCovered", "unsupportedMethod", "invalidURL", "invalidInput",
          "bodyTooLarge", "unexpectedBody", "invalidHeader", "cryptoFailure", "invalidConfiguration"]
 # Functions whose call may raise a SpecError: a statement calling one is a check for the swaps.
 RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "headers_digest", "header_block", "Key",
-           "load_document", "canonical_line", "normalise", "ipv6", "dec"}
+           "load_document", "canonical_line", "normalise", "ipv6", "dec", "message_input"}
 
 FLIP = {ast.Lt: [ast.LtE, ast.GtE], ast.LtE: [ast.Lt, ast.Gt], ast.Gt: [ast.GtE, ast.LtE], ast.GtE: [ast.Gt, ast.Lt],
         ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq], ast.In: [ast.NotIn], ast.NotIn: [ast.In], ast.Is: [ast.IsNot],

@@ -5,7 +5,8 @@ files (whash, wtoken, jwk) and checks every vector file, including the hand-writ
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
 same files, so the two implementations are compared through the vectors.
 
-    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json
+    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json, message.json
+    python3 Vectors/tools/reference.py generate message   # rewrite message.json alone
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
 import base64, functools, hashlib, hmac, json, pathlib, sys
@@ -1360,6 +1361,149 @@ def parse_key_set(text):
     return keys
 
 
+# §10 signed messages
+CONTEXT_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789-_./"
+MAX_CONTEXT = 64
+MAX_MESSAGE = 1 << 20
+INPUT_SHOWN = 4096  # larger signing inputs are given by their SHA-256 in the vectors
+
+
+def message_input(key: Key, context: str, message: bytes) -> bytes:
+    """§10.1, refusing (§10.3) a context or message out of bounds."""
+    c = context.encode()
+    if not 1 <= len(c) <= MAX_CONTEXT or any(b not in CONTEXT_BYTES for b in c):
+        raise SpecError("invalidInput")
+    if len(message) > MAX_MESSAGE:
+        raise SpecError("invalidInput")
+    alg, kid = key.alg.encode(), key.kid.encode()
+    return (b"SignCore/3 message\n" + bytes([len(alg)]) + alg + bytes([len(kid)]) + kid + bytes([len(c)]) + c
+            + len(message).to_bytes(4, "big") + message)
+
+
+def sign_message(key: Key, context: str, message: bytes):
+    """§10.2-10.3: a public key first, then the input's bounds."""
+    if key.alg != "HS256" and key.private is None:
+        raise SpecError("invalidKey")
+    data = message_input(key, context, message)
+    return data, key.sign(data)
+
+
+def verify_message(key: Key, context: str, message: bytes, signature: bytes):
+    data = message_input(key, context, message)
+    if not key.verify(data, signature):
+        raise SpecError("badSignature")
+
+
+MESSAGE_KEYS = {
+    "hmac": KEYS["hmac"],
+    "hmacRenamed": jwk_for("oct", seed("HMAC key"), kid="hmac-2027"),
+    "hmacOther": KEYS["hmacOther"],
+    "ed25519": KEYS["ed25519"],
+    "ed25519Public": jwk_for("OKP", seed("Ed25519 seed"), private=False),
+    "p256": KEYS["p256"],
+    "p256Public": KEYS["p256Public"],
+}
+CHALLENGE = "signcore-challenge/1"
+
+
+def expected_input(data: bytes) -> dict:
+    if len(data) > INPUT_SHOWN:
+        return {"signingInputSHA256": hashlib.sha256(data).hexdigest()}
+    return {"signingInput": data.hex()}
+
+
+def generate_message():
+    keys = {n: Key(j) for n, j in MESSAGE_KEYS.items()}
+    signs, verifies = [], []
+    made = {}
+
+    def add_sign(comment, key, context, message=None, name=None):
+        case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "key": key, "context": context}
+        if message is not None:
+            case["message"] = message
+        try:
+            data, signature = sign_message(keys[key], context, body_of(message))
+        except SpecError as e:
+            case.update(result="invalid", error=e.code)
+        else:
+            case.update(result="valid", expected=dict(expected_input(data), signature=b64u(signature)))
+            if name:
+                made[name] = signature
+        signs.append(case)
+
+    def add_verify(comment, key, context, signature: bytes, message=None):
+        case = {"tcId": len(signs) + len(verifies) + 1, "comment": comment, "key": key, "context": context}
+        if message is not None:
+            case["message"] = message
+        case["signature"] = b64u(signature)
+        try:
+            verify_message(keys[key], context, body_of(message), signature)
+            case["result"] = "valid"
+        except SpecError as e:
+            case.update(result="invalid", error=e.code)
+        verifies.append(case)
+
+    hello = {"utf8": "hello, challenge 7f3a"}
+    binary = {"hex": "00ff0a0d5369676e436f72652f33207774"}
+    add_sign("§10 HS256 under the challenge context", "hmac", CHALLENGE, hello, name="h")
+    add_sign("§10 HS256, an empty message", "hmac", CHALLENGE, None, name="hEmpty")
+    add_sign("§10 HS256, the same secret under another key id: kid is in the input", "hmacRenamed", CHALLENGE, hello)
+    add_sign("§10 HS256, another secret", "hmacOther", CHALLENGE, hello)
+    add_sign("§10 EdDSA, a one-byte context and binary bytes", "ed25519", "a", binary, name="e")
+    add_sign("§10 EdDSA, a 64-byte context of every allowed byte", "ed25519", "abcdefghijklmnopqrstuvwxyz0123456789-_./" + "x" * 24, hello)
+    add_sign("§10 ES256 (randomised: the signing input, and a signature that verifies)", "p256", CHALLENGE, hello, name="p")
+    add_sign("§10 HS256, a message of exactly 1048576 bytes", "hmac", "signcore-device/1", MIB)
+    add_sign("§10 EdDSA, a message of 4097 bytes (the input given by its SHA-256)", "ed25519", CHALLENGE,
+             {"formula": {"length": 4097, "byte": "i mod 251"}})
+    add_sign("§10.3 a public key cannot sign", "ed25519Public", CHALLENGE, hello)
+    add_sign("§10.3 a public P-256 key cannot sign", "p256Public", CHALLENGE, hello)
+    add_sign("§10.3 the key first: a public key with an empty context", "ed25519Public", "", hello)
+    add_sign("§10.3 an empty context", "hmac", "", hello)
+    add_sign("§10.3 a context of 65 bytes", "hmac", "c" * 65, hello)
+    add_sign("§10.3 upper case is not in the context's set", "hmac", "SignCore-challenge/1", hello)
+    add_sign("§10.3 a space is not in the context's set", "hmac", "signcore challenge", hello)
+    add_sign("§10.3 a colon is not in the context's set", "hmac", "urn:challenge", hello)
+    add_sign("§10.3 a non-ASCII context (2 bytes of UTF-8 for one character)", "hmac", "caf\u00e9", hello)
+    add_sign("§10.3 a message of 1048577 bytes", "hmac", CHALLENGE, {"formula": {"length": (1 << 20) + 1, "byte": "i mod 251"}})
+    add_sign("§10.3 the key before the message's length", "p256Public", CHALLENGE,
+             {"formula": {"length": (1 << 20) + 1, "byte": "i mod 251"}})
+
+    add_verify("§10 HS256 verifies", "hmac", CHALLENGE, made["h"], hello)
+    add_verify("§10 HS256, an empty message", "hmac", CHALLENGE, made["hEmpty"])
+    add_verify("§10 EdDSA verifies under the public key", "ed25519Public", "a", made["e"], binary)
+    add_verify("§10 ES256 verifies under the public key", "p256Public", CHALLENGE, made["p"], hello)
+    r, s_ = made["p"][:32], int.from_bytes(made["p"][32:], "big")
+    add_verify("§10.2 ES256 with n - s verifies too", "p256Public", CHALLENGE, r + (P256_N - s_).to_bytes(32, "big"), hello)
+    add_verify("§10.3 another context", "hmac", "signcore-challenge/2", made["h"], hello)
+    add_verify("§10.3 an EdDSA signature under another context", "ed25519Public", "b", made["e"], binary)
+    add_verify("§10.3 a message one byte longer", "hmac", CHALLENGE, made["h"], {"utf8": "hello, challenge 7f3a!"})
+    add_verify("§10.3 the empty message's signature for another message", "hmac", CHALLENGE, made["hEmpty"], {"hex": "00"})
+    add_verify("§10.3 the same secret under another key id", "hmacRenamed", CHALLENGE, made["h"], hello)
+    add_verify("§10.3 another secret under the same key id", "hmacOther", CHALLENGE, made["h"], hello)
+    add_verify("§10.3 a truncated tag (31 bytes)", "hmac", CHALLENGE, made["h"][:31], hello)
+    add_verify("§10.3 an empty signature", "hmac", CHALLENGE, b"", hello)
+    add_verify("§10.3 a 48-byte signature", "ed25519Public", "a", made["e"][:48], binary)
+    add_verify("§10.3 an EdDSA signature given to an ES256 key (both 64 bytes)", "p256Public", "a", made["e"], binary)
+    add_verify("§10.3 an ES256 signature with one bit flipped", "p256Public", CHALLENGE,
+               made["p"][:10] + bytes([made["p"][10] ^ 1]) + made["p"][11:], hello)
+    add_verify("§10.3 the context is checked before the signature", "hmac", "Bad", made["h"], hello)
+    add_verify("§10.3 the message's length is checked before the signature", "hmac", CHALLENGE, made["h"],
+               {"formula": {"length": (1 << 20) + 1, "byte": "i mod 251"}})
+    # A wtoken's signature over its signing input (§4.2) is no message signature of those bytes.
+    hk = keys["hmac"]
+    token_input = signing_input(hk.alg, hk.kid, bytes(32), bytes(32), CREATED, 60, NONCES[0], b"")
+    add_verify("§10.1 a wtoken signature over its signing input does not verify as a message of it", "hmac",
+               CHALLENGE, hk.sign(token_input), {"hex": token_input.hex()})
+    ek = keys["ed25519"]
+    token_input = signing_input(ek.alg, ek.kid, bytes(32), bytes(32), CREATED, 60, NONCES[1], b"")
+    add_verify("§10.1 the same for EdDSA", "ed25519Public", CHALLENGE, ek.sign(token_input), {"hex": token_input.hex()})
+    return {"spec": "SignCore/3", "algorithm": "message",
+            "header": "docs/SPEC.md §10. sign: key, context, message -> the signing input (hex, or its SHA-256 past 4096 "
+                      "bytes) and the signature (base64url; ES256: one that verifies), or the error; verify: key, context, "
+                      "message, signature -> valid or the error",
+            "numberOfTests": len(signs) + len(verifies), "keys": MESSAGE_KEYS, "sign": signs, "verify": verifies}
+
+
 def write(name, doc):
     (VECTORS / name).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     print(f"{name}: {doc['numberOfTests']} cases")
@@ -1383,11 +1527,12 @@ def check():
     for tc in cu["pairs"]:
         same = canonical_url(tc["a"].encode()) == canonical_url(tc["b"].encode())
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
-    generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal}
+    generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
+                 "message.json": generate_message}
     files = sorted(p.name for p in VECTORS.glob("*.json"))
     for name in files:
         expect(name in generated or name in ("canonical_url.json", "wtoken.json"), f"{name}: no check for this vector file")
-    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json"):
+    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json"):
         expect(name in files, f"{name} is missing")
     for name in [n for n in files if n in generated or n == "wtoken.json"]:
         fresh = generated[name]() if name in generated else None
@@ -1417,8 +1562,8 @@ def check():
                 except SpecError as e:
                     expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
         else:
-            expect(stored["tests"] == fresh["tests"] and stored.get("sets") == fresh.get("sets")
-                   and stored["numberOfTests"] == fresh["numberOfTests"], f"{name} differs from the reference")
+            same = all(stored.get(part) == fresh.get(part) for part in ("tests", "sets", "keys", "sign", "verify"))
+            expect(same and stored["numberOfTests"] == fresh["numberOfTests"], f"{name} differs from the reference")
     print(f"reference check: {failures} failed" if failures else "reference check: all vector files agree with the reference")
     return failures == 0
 
@@ -1429,4 +1574,7 @@ if __name__ == "__main__":
         write("wtoken.json", generate_wtoken())
         write("jwk.json", generate_jwk())
         write("refusal.json", generate_refusal())
+        write("message.json", generate_message())
+    elif sys.argv[1:] == ["generate", "message"]:
+        write("message.json", generate_message())
     sys.exit(0 if check() else 1)
