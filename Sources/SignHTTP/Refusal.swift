@@ -35,30 +35,17 @@ public struct Refusal: Sendable, Equatable {
         body = Self.problem(error, status: status)
     }
 
-    /// 401 when the signature does not prove this request (or cannot be checked against a
-    /// known key), 400 for a request no signature could make acceptable, 413 and 431 for sizes,
-    /// 503 when the verifier could not decide (retry later), 500 for the server's own faults,
-    /// 502 and 504 when a gateway's upstream failed or did not answer in time.
+    /// The status of a refusal with `code` (SPEC §7.1; the code carries it): 401 when the
+    /// signature does not prove this request (or cannot be checked against a known key), 400 for
+    /// a request no signature could make acceptable, 413 and 431 for sizes, 503 when the
+    /// verifier could not decide (retry later), 500 for the server's own faults, 502 and 504
+    /// when a gateway's upstream failed or did not answer in time.
     public static func status(for code: SignCoreError.Code) -> HTTPResponse.Status {
-        switch code {
-        case .malformedToken, .unsupportedVersion, .missingHeader, .unknownKey, .algorithmMismatch, .badSignature,
-             .expired, .notYetValid, .lifetimeTooLong, .replayed, .whashMismatch, .targetMismatch, .headerNotCovered:
-            .unauthorized
-        case .unsupportedMethod, .invalidURL, .invalidInput, .unexpectedBody, .invalidHeader:
-            .badRequest
-        case .headerTooLarge:
-            .requestHeaderFieldsTooLarge
-        case .bodyTooLarge:
-            .contentTooLarge
-        case .overloaded, .unavailable:
-            .serviceUnavailable
-        case .cryptoFailure, .invalidKey, .invalidConfiguration:
-            .internalServerError
-        case .upstreamFailed:
-            .badGateway
-        case .upstreamTimeout:
-            .gatewayTimeout
-        }
+        let standard: [HTTPResponse.Status] = [.badRequest, .unauthorized, .forbidden, .contentTooLarge, .preconditionRequired,
+                                               .tooManyRequests, .requestHeaderFieldsTooLarge, .internalServerError, .badGateway,
+                                               .serviceUnavailable, .gatewayTimeout]
+        // With its RFC 9110 reason phrase, the problem's `title`.
+        return standard.first { $0.code == code.status } ?? HTTPResponse.Status(code: code.status)
     }
 
     /// RFC 9457 with `about:blank` (the status says what kind of problem it is) and extension

@@ -166,6 +166,7 @@ import Testing
         case .retryLater: [.cryptoFailure: 500, .upstreamFailed: 502, .upstreamTimeout: 504][code] ?? 503
         case .fixRequest: code == .bodyTooLarge ? 413 : 400
         case .fixConfiguration: code == .lifetimeTooLong ? 401 : 500
+        default: 0
         }
         #expect(status.code == (code == .headerTooLarge ? 431 : expected), "\(code.name)")
     }

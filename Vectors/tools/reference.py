@@ -1497,6 +1497,12 @@ def generate_message():
     ek = keys["ed25519"]
     token_input = signing_input(ek.alg, ek.kid, bytes(32), bytes(32), CREATED, 60, NONCES[1], b"")
     add_verify("§10.1 the same for EdDSA", "ed25519Public", CHALLENGE, ek.sign(token_input), {"hex": token_input.hex()})
+    add_verify("§10.3 a private key verifies with its public part", "ed25519", "a", made["e"], binary)
+    s_ed = int.from_bytes(made["e"][32:], "little")
+    add_verify("§10.2 EdDSA with S + L (not below the group order)", "ed25519Public", "a",
+               made["e"][:32] + (s_ed + ED_L).to_bytes(32, "little"), binary)
+    add_verify("§10.2 ES256 with r = 0", "p256Public", CHALLENGE, bytes(32) + made["p"][32:], hello)
+    add_verify("§10.2 ES256 with s = n", "p256Public", CHALLENGE, made["p"][:32] + P256_N.to_bytes(32, "big"), hello)
     return {"spec": "SignCore/3", "algorithm": "message",
             "header": "docs/SPEC.md §10. sign: key, context, message -> the signing input (hex, or its SHA-256 past 4096 "
                       "bytes) and the signature (base64url; ES256: one that verifies), or the error; verify: key, context, "

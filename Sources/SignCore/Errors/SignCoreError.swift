@@ -18,124 +18,141 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
 
     public var description: String { "\(code.name) (\(code.rawValue)): \(detail)" }
 
+
     /// Whether sending the request again can succeed, after `advice` is followed.
-    public var isRetryable: Bool { code.advice != .fixRequest && code.advice != .fixConfiguration }
+    public var isRetryable: Bool { code.advice.isRetryable }
 
-    /// Stable numeric codes. Numbers are never reused; new codes take new numbers.
-    public enum Code: Int, Sendable, CaseIterable {
-        // Token and header syntax
-        case malformedToken = 1
-        case unsupportedVersion = 2
-        case missingHeader = 3
-        case headerTooLarge = 4
-        // Keys and signatures
-        case unknownKey = 10
-        case algorithmMismatch = 11
-        case badSignature = 12
-        case invalidKey = 13
-        // Time and freshness
-        case expired = 20
-        case notYetValid = 21
-        case lifetimeTooLong = 22
-        case replayed = 23
-        case overloaded = 24
-        case unavailable = 25
-        // Binding to the request
-        case whashMismatch = 30
-        case targetMismatch = 31
-        case headerNotCovered = 32
-        // Request input
-        case unsupportedMethod = 40
-        case invalidURL = 41
-        case invalidInput = 42
-        case bodyTooLarge = 43
-        case unexpectedBody = 44
-        case invalidHeader = 45
-        // Local failures
-        case cryptoFailure = 50
-        // Configuration
-        case invalidConfiguration = 60
-        // The service behind a gateway (SPEC §7.1: 502 and 504). The request was verified and
-        // may have reached it: a client repeats only what is safe to repeat, signed afresh.
-        case upstreamFailed = 70
-        case upstreamTimeout = 71
+    /// A stable numeric code (SPEC §7) with its wire name, the client's next step and the HTTP
+    /// status a server refuses with (§7.1). Numbers are never reused; new codes take new
+    /// numbers, in the ranges §7 reserves for each flow, and a flow module declares its own
+    /// codes as static members of its own (`extension SignCoreError.Code { static let … }`),
+    /// so adding one breaks no `switch`: compare with `==`, and handle an unknown code by its
+    /// `advice`. Two codes are equal when their numbers are.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: Int
+        /// The stable wire name (lowerCamelCase ASCII), as used in vectors and logs.
+        public var name: String { nameText.description }
+        /// What the client should do about it.
+        public let advice: Advice
+        /// The HTTP status of a refusal with this code (SPEC §7.1).
+        public let status: Int
+        private let nameText: StaticString
 
-        /// The stable wire name (lowerCamelCase), as used in vectors and logs.
-        public var name: String {
-            switch self {
-            case .malformedToken: "malformedToken"
-            case .unsupportedVersion: "unsupportedVersion"
-            case .missingHeader: "missingHeader"
-            case .headerTooLarge: "headerTooLarge"
-            case .unknownKey: "unknownKey"
-            case .algorithmMismatch: "algorithmMismatch"
-            case .badSignature: "badSignature"
-            case .invalidKey: "invalidKey"
-            case .expired: "expired"
-            case .notYetValid: "notYetValid"
-            case .lifetimeTooLong: "lifetimeTooLong"
-            case .replayed: "replayed"
-            case .overloaded: "overloaded"
-            case .unavailable: "unavailable"
-            case .whashMismatch: "whashMismatch"
-            case .targetMismatch: "targetMismatch"
-            case .headerNotCovered: "headerNotCovered"
-            case .unsupportedMethod: "unsupportedMethod"
-            case .invalidURL: "invalidURL"
-            case .invalidInput: "invalidInput"
-            case .bodyTooLarge: "bodyTooLarge"
-            case .unexpectedBody: "unexpectedBody"
-            case .invalidHeader: "invalidHeader"
-            case .cryptoFailure: "cryptoFailure"
-            case .invalidConfiguration: "invalidConfiguration"
-            case .upstreamFailed: "upstreamFailed"
-            case .upstreamTimeout: "upstreamTimeout"
-            }
+        /// A code of a flow outside SignCore's SPEC §7 table: `rawValue` in the range reserved for
+        /// it, a lowerCamelCase `name` unique among codes, its advice and refusal status.
+        public init(_ rawValue: Int, _ name: StaticString, advice: Advice, status: Int) {
+            self.rawValue = rawValue
+            nameText = name
+            self.advice = advice
+            self.status = status
         }
 
+        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.rawValue == rhs.rawValue }
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+        public var description: String { "\(name) (\(rawValue))" }
+
+        // Token and header syntax
+        public static let malformedToken = Code(1, "malformedToken", advice: .reSign, status: 401)
+        public static let unsupportedVersion = Code(2, "unsupportedVersion", advice: .updateClient, status: 401)
+        public static let missingHeader = Code(3, "missingHeader", advice: .reSign, status: 401)
+        public static let headerTooLarge = Code(4, "headerTooLarge", advice: .reSign, status: 431)
+        // Keys and signatures
+        public static let unknownKey = Code(10, "unknownKey", advice: .refreshKeys, status: 401)
+        public static let algorithmMismatch = Code(11, "algorithmMismatch", advice: .refreshKeys, status: 401)
+        public static let badSignature = Code(12, "badSignature", advice: .reSign, status: 401)
+        public static let invalidKey = Code(13, "invalidKey", advice: .fixConfiguration, status: 500)
+        // Time and freshness
+        public static let expired = Code(20, "expired", advice: .resyncClock, status: 401)
+        public static let notYetValid = Code(21, "notYetValid", advice: .resyncClock, status: 401)
+        public static let lifetimeTooLong = Code(22, "lifetimeTooLong", advice: .fixConfiguration, status: 401)
+        public static let replayed = Code(23, "replayed", advice: .reSign, status: 401)
+        public static let overloaded = Code(24, "overloaded", advice: .retryLater, status: 503)
+        public static let unavailable = Code(25, "unavailable", advice: .retryLater, status: 503)
+        // Binding to the request
+        public static let whashMismatch = Code(30, "whashMismatch", advice: .reSign, status: 401)
+        public static let targetMismatch = Code(31, "targetMismatch", advice: .reSign, status: 401)
+        public static let headerNotCovered = Code(32, "headerNotCovered", advice: .reSign, status: 401)
+        // Request input
+        public static let unsupportedMethod = Code(40, "unsupportedMethod", advice: .fixRequest, status: 400)
+        public static let invalidURL = Code(41, "invalidURL", advice: .fixRequest, status: 400)
+        public static let invalidInput = Code(42, "invalidInput", advice: .fixRequest, status: 400)
+        public static let bodyTooLarge = Code(43, "bodyTooLarge", advice: .fixRequest, status: 413)
+        public static let unexpectedBody = Code(44, "unexpectedBody", advice: .fixRequest, status: 400)
+        public static let invalidHeader = Code(45, "invalidHeader", advice: .fixRequest, status: 400)
+        // Local failures
+        public static let cryptoFailure = Code(50, "cryptoFailure", advice: .retryLater, status: 500)
+        // Configuration
+        public static let invalidConfiguration = Code(60, "invalidConfiguration", advice: .fixConfiguration, status: 500)
+        // The service behind a gateway (SPEC §7.1: 502 and 504). The request was verified and
+        // may have reached it: a client repeats only what is safe to repeat, signed afresh.
+        public static let upstreamFailed = Code(70, "upstreamFailed", advice: .retryLater, status: 502)
+        public static let upstreamTimeout = Code(71, "upstreamTimeout", advice: .retryLater, status: 504)
+
+        /// The codes of SPEC §7's table, in number order.
+        public static let allCases: [Code] = [
+            .malformedToken, .unsupportedVersion, .missingHeader, .headerTooLarge, .unknownKey, .algorithmMismatch, .badSignature,
+            .invalidKey, .expired, .notYetValid, .lifetimeTooLong, .replayed, .overloaded, .unavailable, .whashMismatch,
+            .targetMismatch, .headerNotCovered, .unsupportedMethod, .invalidURL, .invalidInput, .bodyTooLarge, .unexpectedBody,
+            .invalidHeader, .cryptoFailure, .invalidConfiguration, .upstreamFailed, .upstreamTimeout,
+        ]
+
+        /// The code of SPEC §7's table with this name; nil for any other (a newer code, or a
+        /// name that is not one byte for byte).
         public init?(name: String) {
             // Bytes, not String equality: Unicode equivalence would take "unknown\u{212A}ey" (a Kelvin sign) as unknownKey.
             guard let code = Code.allCases.first(where: { $0.name.utf8.elementsEqual(name.utf8) }) else { return nil }
             self = code
         }
 
-        /// What the client should do about it.
-        public var advice: Advice {
-            switch self {
-            case .malformedToken, .missingHeader, .headerTooLarge, .badSignature, .whashMismatch,
-                 .targetMismatch, .headerNotCovered, .replayed:
-                .reSign
-            case .unsupportedVersion:
-                .updateClient
-            case .algorithmMismatch, .unknownKey:
-                .refreshKeys
-            case .expired, .notYetValid:
-                .resyncClock
-            case .overloaded, .unavailable, .cryptoFailure, .upstreamFailed, .upstreamTimeout:
-                .retryLater
-            case .lifetimeTooLong, .invalidKey, .invalidConfiguration:
-                .fixConfiguration
-            case .unsupportedMethod, .invalidURL, .invalidInput, .bodyTooLarge, .unexpectedBody, .invalidHeader:
-                .fixRequest
-            }
+        /// The code of SPEC §7's table with this number; nil for any other.
+        public init?(rawValue: Int) {
+            guard let code = Code.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+            self = code
+        }
+
+        /// The numbers SPEC §7 reserves for the flows to come; a code outside SignCore's table is
+        /// numbered in its flow's range, and 900-999 are a deployment's own, never assigned.
+        public enum Range {
+            public static let challengesAndAttestation = 80...99
+            public static let devices = 100...119
+            public static let rateLimits = 120...139
+            public static let httpMessageSignatures = 140...159
+            public static let deployment = 900...999
         }
     }
 
-    /// The client's next step for a failure.
-    public enum Advice: String, Sendable {
+    /// The client's next step for a failure (SPEC §7): a token, with whether sending the request
+    /// again can succeed once it is followed. A flow adds its own as static members; a client
+    /// that meets one it does not know treats it as its `retryable` flag says (SPEC §7).
+    public struct Advice: Hashable, Sendable, CustomStringConvertible {
+        /// The wire token, as in `signcore-error` and the problem's `advice` member.
+        public var rawValue: String { token.description }
+        /// False for `fixRequest` and `fixConfiguration`: retrying as-is cannot help.
+        public let isRetryable: Bool
+        private let token: StaticString
+
+        public init(_ token: StaticString, isRetryable: Bool) {
+            self.token = token
+            self.isRetryable = isRetryable
+        }
+
+        public static func == (lhs: Advice, rhs: Advice) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }
+        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+        public var description: String { rawValue }
+
         /// Sign the request again, exactly as it will be sent, with a fresh nonce.
-        case reSign
+        public static let reSign = Advice("reSign", isRetryable: true)
         /// Fetch the current key set or re-attest, then sign again.
-        case refreshKeys
+        public static let refreshKeys = Advice("refreshKeys", isRetryable: true)
         /// The client speaks another version of the wire format: update it.
-        case updateClient
+        public static let updateClient = Advice("updateClient", isRetryable: true)
         /// Correct the clock offset (the server's `Date` header is a reference) and sign again.
-        case resyncClock
+        public static let resyncClock = Advice("resyncClock", isRetryable: true)
         /// Back off and retry the same request later.
-        case retryLater
+        public static let retryLater = Advice("retryLater", isRetryable: true)
         /// A key or verifier setting is wrong; retrying as-is cannot help.
-        case fixConfiguration
+        public static let fixConfiguration = Advice("fixConfiguration", isRetryable: false)
         /// The request itself is not signable; retrying as-is cannot help.
-        case fixRequest
+        public static let fixRequest = Advice("fixRequest", isRetryable: false)
     }
 }
