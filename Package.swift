@@ -39,7 +39,8 @@ var core: [Target] = [
         swiftSettings: backendSettings
     ),
     // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
-    .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]),
+    .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types"),
+                                             .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")]),
     // Loads and checks the JSON vectors of Vectors/ (Foundation allowed: not the hot path).
     .target(name: "SignCoreVectors", dependencies: ["SignCore"]),
     .executableTarget(
@@ -147,6 +148,7 @@ var products: [Product] = [
 var dependencies: [Package.Dependency] = [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
 ]
 if !coreOnly {

@@ -5,7 +5,7 @@ import PackageDescription
 
 let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerify", "FuzzJWK", "FuzzCoveredHeaders", "FuzzBase64", "FuzzEd25519Point"]
 // The HTTP layer's targets: SignHTTP on swift-http-types' requests.
-let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter"]
+let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "FuzzReceivedRefusal"]
 
 let package = Package(
     name: "FuzzTesting",

@@ -21,6 +21,23 @@ public struct Refusal: Sendable, Equatable {
     /// - Parameter retryAfter: seconds a client should wait before retrying a request refused
     ///   because the verifier could not decide (`overloaded`, `unavailable`), sent as `Retry-After`.
     public init(_ error: SignCoreError, retryAfter: Int = 1) {
+        self.init(error, retryAfter: retryAfter, checkedFields: HTTPFields(), members: [:])
+    }
+
+    /// A refusal with the header fields and problem members of the flow that refuses (a
+    /// challenge's parameters in a 428, say; SPEC §7.1, §7.3). Refuses (`invalidConfiguration`)
+    /// a field the refusal sets itself and a member of SPEC §7.1's, which keep their meaning.
+    public init(_ error: SignCoreError, retryAfter: Int = 1, fields: HTTPFields, members: [String: ProblemValue] = [:]) throws(SignCoreError) {
+        if let taken = fields.first(where: { Self.ownFields.contains($0.name) }) {
+            throw SignCoreError(.invalidConfiguration, "a refusal sets the \(taken.name.canonicalName) field itself")
+        }
+        if let taken = members.keys.first(where: { Self.ownMembers.contains($0) }) {
+            throw SignCoreError(.invalidConfiguration, "a refusal's problem sets the \(taken) member itself")
+        }
+        self.init(error, retryAfter: retryAfter, checkedFields: fields, members: members)
+    }
+
+    private init(_ error: SignCoreError, retryAfter: Int, checkedFields: HTTPFields, members: [String: ProblemValue]) {
         let status = Self.status(for: error.code)
         var fields = HTTPFields()
         fields[.contentType] = "application/problem+json"
@@ -31,9 +48,15 @@ public struct Refusal: Sendable, Equatable {
             fields[.wwwAuthenticate] = "SignCore error=\"\(error.code.name)\""
         }
         if status == .serviceUnavailable { fields[.retryAfter] = String(max(0, retryAfter)) }
+        fields.append(contentsOf: checkedFields)
         response = HTTPResponse(status: status, headerFields: fields)
-        body = Self.problem(error, status: status)
+        body = Self.problem(error, status: status, adding: members)
     }
+
+    /// The fields every refusal may set (SPEC §7.1).
+    static let ownFields: Set<HTTPField.Name> = [.contentType, .cacheControl, errorField, .wwwAuthenticate, .retryAfter]
+    /// The members of every refusal's problem (SPEC §7.1).
+    public static let ownMembers: Set<String> = ["type", "title", "status", "detail", "code", "name", "advice", "retryable", "keyID"]
 
     /// The status of a refusal with `code` (SPEC §7.1; the code carries it): 401 when the
     /// signature does not prove this request (or cannot be checked against a known key), 400 for
@@ -49,26 +72,42 @@ public struct Refusal: Sendable, Equatable {
     }
 
     /// RFC 9457 with `about:blank` (the status says what kind of problem it is) and extension
-    /// members `code`, `name`, `advice`, `retryable` and, for `unknownKey`, `keyID`.
-    struct Problem: Encodable {
-        var type = "about:blank"
-        var title: String
-        var status: Int
-        var detail: String
-        var code: Int
-        var name: String
-        var advice: String
-        var retryable: Bool
-        var keyID: String?
-    }
-
-    static func problem(_ error: SignCoreError, status: HTTPResponse.Status) -> [UInt8] {
-        let problem = Problem(title: status.reasonPhrase, status: status.code, detail: error.detail, code: error.code.rawValue,
-                              name: error.code.name, advice: error.code.advice.rawValue, retryable: error.isRetryable,
-                              keyID: error.code == .unknownKey ? error.keyID : nil)
+    /// members `code`, `name`, `advice`, `retryable`, for `unknownKey` `keyID`, and the flow's own.
+    static func problem(_ error: SignCoreError, status: HTTPResponse.Status, adding members: [String: ProblemValue] = [:]) -> [UInt8] {
+        var problem = members
+        problem["type"] = .string("about:blank")
+        problem["title"] = .string(status.reasonPhrase)
+        problem["status"] = .integer(status.code)
+        problem["detail"] = .string(error.detail)
+        problem["code"] = .integer(error.code.rawValue)
+        problem["name"] = .string(error.code.name)
+        problem["advice"] = .string(error.code.advice.rawValue)
+        problem["retryable"] = .boolean(error.isRetryable)
+        if error.code == .unknownKey, let keyID = error.keyID { problem["keyID"] = .string(keyID) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Strings, numbers and a Bool: encoding cannot fail.
+        // Strings, numbers, Booleans, arrays and objects of them: encoding cannot fail.
         return (try? encoder.encode(problem)).map(Array.init) ?? Array(#"{"type":"about:blank"}"#.utf8)
+    }
+}
+
+/// A member of a refusal's problem document that a flow adds: JSON without numbers that are not
+/// integers (none is needed, and each side reads integers alike).
+public enum ProblemValue: Sendable, Equatable, Encodable {
+    case string(String)
+    case integer(Int)
+    case boolean(Bool)
+    case array([ProblemValue])
+    case object([String: ProblemValue])
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .boolean(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
     }
 }

@@ -154,5 +154,9 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let fixConfiguration = Advice("fixConfiguration", isRetryable: false)
         /// The request itself is not signable; retrying as-is cannot help.
         public static let fixRequest = Advice("fixRequest", isRetryable: false)
+
+        /// The advice of SPEC §7.1's table.
+        public static let allCases: [Advice] = [.reSign, .refreshKeys, .updateClient, .resyncClock, .retryLater, .fixConfiguration,
+                                                .fixRequest]
     }
 }
