@@ -84,11 +84,9 @@ public final class Gateway: Service {
                          algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict))
         trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
         monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: endpoint, interval: .seconds(2), metrics: metrics)
-        var rules: [RoutePolicy.Rule] = []
-        for route in configuration.policy.routes { rules.append(try RoutePolicy.Rule(route.route, route.signature)) }
-        routes = GatewayRoutes(policy: RoutePolicy(rules, fallback: configuration.policy.fallback), configuration: configuration)
-        signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaults.body,
-                                        routeBodies: routes.byRoute.mapValues(\.body), names: names, metricsFactory: metrics.factory)
+        routes = try GatewayRoutes(configuration: configuration)
+        signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaultBody,
+                                        names: names, metricsFactory: metrics.factory)
     }
 
     /// Serves until a graceful shutdown: one Hummingbird application running signd's services
@@ -107,11 +105,11 @@ public final class Gateway: Service {
         router.add(middleware: RouteMiddleware(routes: routes))
         router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies, field: configuration.trustedProxyField))
         router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
-        router.add(middleware: RequestTargetMiddleware(defaults: routes.defaults))
+        router.add(middleware: RequestTargetMiddleware(routes: routes))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
-                                               identity: identity, defaults: routes.defaults, metrics: metrics))
+                                               identity: identity, routes: routes, metrics: metrics))
         let limits = configuration.limits
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
         // request part, so slow headers are closed as silent connections are.

@@ -19,9 +19,8 @@ public struct GatewayRequestContext: SignatureRequestContext {
     public var forwardingChain: [IPAddress] = []
     /// The address of the client that made the request.
     public var clientAddress: IPAddress? { forwardingChain.first }
-    /// The policy rule that applies (its written form, `*` for the fallback), and its settings.
+    /// The policy rule that applies (its written form, `*` for the fallback).
     public internal(set) var route = "*"
-    var routeSettings: RouteSettings?
     /// Made once, by `RouteMiddleware`, with the policy `SignatureMiddleware` has.
     public internal(set) var routeDecision: RoutePolicy.Decision?
     /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that

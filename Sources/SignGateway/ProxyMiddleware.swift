@@ -46,7 +46,7 @@ struct ProxyMiddleware: RouterMiddleware {
     let names: SignHeaderNames
     let identity: IdentityFields
     /// The settings of routes without their own (RouteMiddleware sets the route's).
-    let defaults: RouteSettings
+    let routes: GatewayRoutes
     let metrics: GatewayMetrics
 
     struct IdentityFields: Sendable {
@@ -158,9 +158,9 @@ struct ProxyMiddleware: RouterMiddleware {
         var outgoing = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue),
                                        uri: request.head.path ?? "/", headers: HTTPHeaders(fields))
         let length = request.headers[.contentLength].flatMap(Int64.init)
-        let settings = context.routeSettings ?? defaults
+        let timeout = routes.upstreamTimeout(for: context.routeDecision)
         // The most body bytes forwarded for this request, on every route (`off` ones included).
-        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: settings.body.limit) : nil
+        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: routes.body(for: context.routeDecision).limit) : nil
         switch (upload, length) {
         case (nil, _) where ![.GET, .HEAD, .OPTIONS, .DELETE, .TRACE, .CONNECT].contains(outgoing.method):
             outgoing.headers.replaceOrAdd(name: "content-length", value: "0")
@@ -170,7 +170,7 @@ struct ProxyMiddleware: RouterMiddleware {
         }
         let started = ContinuousClock.now
         do {
-            let response = try await client.execute(outgoing, body: upload?.chunks, timeout: settings.upstreamTimeout)
+            let response = try await client.execute(outgoing, body: upload?.chunks, timeout: timeout)
             metrics.upstream(String(response.head.status.code), elapsed: ContinuousClock.now - started)
             var headers = HTTPFields(response.head.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
@@ -178,7 +178,7 @@ struct ProxyMiddleware: RouterMiddleware {
             // the rest of the body has been read and matched the whash (an upstream that acted on a
             // tampered prefix must not look like a success to the client). The wait is bounded.
             if let upload, !upload.isComplete, context.signature != nil {
-                if let failure = await readRest(of: upload, timeout: settings.upstreamTimeout) {
+                if let failure = await readRest(of: upload, timeout: timeout) {
                     await upload.finish()
                     var refusal = Response(Refusal(failure as? SignCoreError
                         ?? SignCoreError(.invalidInput, "the request body did not arrive whole")))

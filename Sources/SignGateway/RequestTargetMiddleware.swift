@@ -17,13 +17,13 @@ import SignHTTP
 /// and the inbound stream ended): the rest of that body is never read.
 struct RequestTargetMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
-    let defaults: RouteSettings
+    let routes: GatewayRoutes
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let announcesBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
         var response: Response
         do throws(SignCoreError) {
-            try check(request, announcesBody: announcesBody, limit: (context.routeSettings ?? defaults).body.limit)
+            try check(request, announcesBody: announcesBody, limit: routes.body(for: context.routeDecision).limit)
         } catch {
             response = Response(Refusal(error))
             if announcesBody {

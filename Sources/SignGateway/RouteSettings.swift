@@ -1,37 +1,41 @@
 import Hummingbird
 import NIOCore
+import SignCore
 import SignHTTP
 import SignHummingbird
 
-/// What a route decides beyond its signature requirement: how its body is read and how much of
-/// it, and how long the upstream may take (a route's own settings, else the top-level ones).
-struct RouteSettings: Sendable {
-    let body: BodyHandling
-    let upstreamTimeout: TimeAmount
+/// How long the upstream may take on a route, in seconds: a requirement of signd's own on the
+/// policy's rules, nil on a route without one of its own (the top-level `upstreamTimeout`).
+enum UpstreamTimeout: RouteRequirement {
+    static let defaultValue: Int64? = nil
+    /// A path read under two rules gets the top-level timeout, unless both set one: the shorter.
+    static func strictest(_ a: Int64?, _ b: Int64?) -> Int64? {
+        guard let a, let b else { return nil }
+        return min(a, b)
+    }
 }
 
-/// The policy's rules with their settings, looked up once per request (`RouteMiddleware`).
+/// The policy of signd's configuration: each route's signature requirement, body handling and
+/// upstream timeout in its rule's requirements, the top-level ones where a route sets none.
 struct GatewayRoutes: Sendable {
     let policy: RoutePolicy
-    let defaults: RouteSettings
-    /// By the rule's written form (`RoutePolicy.requirement`'s `route`): only routes with settings of their own.
-    let byRoute: [String: RouteSettings]
+    let defaultBody: BodyHandling
+    let defaultUpstreamTimeout: TimeAmount
 
-    init(policy: RoutePolicy, configuration: GatewayConfiguration) {
-        self.policy = policy
-        defaults = RouteSettings(body: Self.handling(configuration.body), upstreamTimeout: .seconds(configuration.upstreamTimeout))
-        var byRoute: [String: RouteSettings] = [:]
-        var seen = Set<String>()
-        for (rule, route) in zip(policy.rules, configuration.policy.routes) {
-            // The first rule of a written form decides (RoutePolicy), so its settings do too; a
-            // route's body members it does not set are the top-level ones.
-            guard seen.insert(rule.description).inserted, route.body != nil || route.upstreamTimeout != nil else { continue }
-            let body = GatewayConfiguration.Body(mode: route.body?.mode ?? configuration.body.mode,
-                                                 limit: route.body?.limit ?? configuration.body.limit)
-            byRoute[rule.description] = RouteSettings(body: Self.handling(body),
-                                                      upstreamTimeout: route.upstreamTimeout.map { .seconds($0) } ?? defaults.upstreamTimeout)
+    init(configuration: GatewayConfiguration) throws(SignCoreError) {
+        var rules: [RoutePolicy.Rule] = []
+        for route in configuration.policy.routes {
+            var requirements = RouteRequirements(signature: route.signature)
+            // A route's body members it does not set are the top-level ones.
+            requirements.body = route.body.map { body in
+                Self.handling(GatewayConfiguration.Body(mode: body.mode ?? configuration.body.mode, limit: body.limit ?? configuration.body.limit))
+            }
+            requirements[UpstreamTimeout.self] = route.upstreamTimeout
+            rules.append(try RoutePolicy.Rule(route.route, requirements))
         }
-        self.byRoute = byRoute
+        policy = RoutePolicy(rules, fallback: RouteRequirements(signature: configuration.policy.fallback))
+        defaultBody = Self.handling(configuration.body)
+        defaultUpstreamTimeout = .seconds(configuration.upstreamTimeout)
     }
 
     static func handling(_ body: GatewayConfiguration.Body) -> BodyHandling {
@@ -41,11 +45,16 @@ struct GatewayRoutes: Sendable {
         }
     }
 
-    func settings(for route: String) -> RouteSettings { byRoute.isEmpty ? defaults : byRoute[route] ?? defaults }
+    /// The body handling for a request the policy decided (the top-level one before it has).
+    func body(for decision: RoutePolicy.Decision?) -> BodyHandling { decision?.requirements.body ?? defaultBody }
+
+    func upstreamTimeout(for decision: RoutePolicy.Decision?) -> TimeAmount {
+        decision.flatMap { $0.requirements[UpstreamTimeout.self] }.map { .seconds($0) } ?? defaultUpstreamTimeout
+    }
 }
 
-/// Finds the request's route once, first thing: the access log names it, the target check and
-/// the proxy apply its body limit and upstream timeout.
+/// Decides the request's route once, first thing: the access log names it, the target check,
+/// the signature middleware and the proxy apply its requirements.
 struct RouteMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
     let routes: GatewayRoutes
@@ -55,8 +64,6 @@ struct RouteMiddleware: RouterMiddleware {
         let decision = routes.policy.decision(method: request.method, path: request.uri.path)
         context.route = decision.route
         context.routeDecision = decision
-        // A path read under several rules gets no rule's own settings (SignatureMiddleware agrees).
-        context.routeSettings = decision.ambiguous ? routes.defaults : routes.settings(for: decision.route)
         return try await next(request, context)
     }
 }

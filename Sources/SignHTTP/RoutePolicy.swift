@@ -28,16 +28,22 @@ public struct RoutePolicy: Sendable, Equatable {
         /// The methods the rule applies to; empty for every method.
         public var methods: Set<HTTPRequest.Method>
         public var pattern: PathPattern
-        public var signature: SignatureRequirement
-
-        public init(methods: Set<HTTPRequest.Method> = [], pattern: PathPattern, signature: SignatureRequirement) {
-            self.methods = methods
-            self.pattern = pattern
-            self.signature = signature
+        public var requirements: RouteRequirements
+        /// `requirements.signature`.
+        public var signature: SignatureRequirement {
+            get { requirements.signature }
+            set { requirements.signature = newValue }
         }
 
-        /// A rule from its written form: `"/health"`, `"GET /api/**"`, `"GET,HEAD /files/*"`.
-        public init(_ route: String, _ signature: SignatureRequirement) throws(SignCoreError) {
+        public init(methods: Set<HTTPRequest.Method> = [], pattern: PathPattern, requirements: RouteRequirements) {
+            self.methods = methods
+            self.pattern = pattern
+            self.requirements = requirements
+        }
+
+        /// A rule from its written form: `"/health"`, `"GET /api/**"`, `"GET,HEAD /files/*"`,
+        /// with what it requires (`.require`, `.monitor`, `.off`, or a `RouteRequirements` value).
+        public init(_ route: String, _ requirements: RouteRequirements) throws(SignCoreError) {
             let parts = route.split(separator: " ", omittingEmptySubsequences: true)
             guard parts.count == 1 || parts.count == 2, let path = parts.last else {
                 throw SignCoreError(.invalidConfiguration, "a route is a path pattern, optionally after its methods: \"GET,HEAD /api/**\"")
@@ -51,7 +57,7 @@ public struct RoutePolicy: Sendable, Equatable {
                     methods.insert(method)
                 }
             }
-            self.init(methods: methods, pattern: try PathPattern(String(path)), signature: signature)
+            self.init(methods: methods, pattern: try PathPattern(String(path)), requirements: requirements)
         }
 
         /// The written form, as it appears in logs (a route pattern, never a request's path).
@@ -65,9 +71,10 @@ public struct RoutePolicy: Sendable, Equatable {
     }
 
     public var rules: [Rule]
-    public var fallback: SignatureRequirement
+    /// What every request no rule matches gets.
+    public var fallback: RouteRequirements
 
-    public init(_ rules: [Rule] = [], fallback: SignatureRequirement = .require) {
+    public init(_ rules: [Rule] = [], fallback: RouteRequirements = .require) {
         self.rules = rules
         self.fallback = fallback
     }
@@ -84,41 +91,60 @@ public struct RoutePolicy: Sendable, Equatable {
 
     /// What the policy decides for a request, and whether its path reads under more than one rule.
     public struct Decision: Sendable, Equatable {
-        public var signature: SignatureRequirement
+        /// What the request must meet: the deciding rule's, each requirement raised to the
+        /// strictest of every rule a reading of the path falls under.
+        public var requirements: RouteRequirements
         /// The deciding rule's written form, `*` for the fallback.
         public var route: String
         /// The path is not in plain form and its readings fall under different rules (or it is
         /// too long to read every way, or holds escapes some server decodes into a separator, a
-        /// control byte or invalid UTF-8): no rule's own settings should apply to it.
+        /// control byte or invalid UTF-8): no rule's own settings should apply to it, and its
+        /// `requirements` have no body handling of their own.
         public var ambiguous: Bool
+
+        public init(requirements: RouteRequirements, route: String, ambiguous: Bool) {
+            self.requirements = requirements
+            self.route = route
+            self.ambiguous = ambiguous
+        }
+
+        /// `requirements.signature`.
+        public var signature: SignatureRequirement { requirements.signature }
     }
 
     /// The strictest requirement among every reading of the path (`PathPattern.readings`); for
     /// an ambiguous path, never less than the fallback.
     public func decision(method: HTTPRequest.Method, path: some StringProtocol) -> Decision {
-        guard !rules.isEmpty else { return Decision(signature: fallback, route: "*", ambiguous: false) }
+        guard !rules.isEmpty else { return Decision(requirements: fallback, route: "*", ambiguous: false) }
         let bytes = PathPattern.pathBytes(of: path)
         let plain = PathPattern.plainSegments(of: bytes)
         guard plain != nil || PathPattern.isReadable(bytes) else {
-            // Too long to read every way: the strictest rule that could apply to it at all.
-            var strictest = Decision(signature: fallback, route: "*", ambiguous: true)
-            for rule in rules where (rule.methods.isEmpty || rule.methods.contains(method)) && rule.signature.strictness > strictest.signature.strictness {
-                strictest = Decision(signature: rule.signature, route: rule.description, ambiguous: true)
+            // Too long to read every way: the strictest of every rule that could apply to it at all.
+            var route = "*"
+            var requirements = fallback
+            for rule in rules where rule.methods.isEmpty || rule.methods.contains(method) {
+                if rule.signature.strictness > requirements.signature.strictness { route = rule.description }
+                requirements = requirements.strictest(with: rule.requirements)
             }
-            return strictest
+            return Decision(requirements: requirements, route: route, ambiguous: true)
         }
         let readings = plain.map { [$0] } ?? PathPattern.readings(of: bytes)
         // Case decides only when a reading or a pattern has an upper-case letter.
         let patternsHaveUpperCase = rules.contains { $0.pattern.hasUpperCase }
-        var strictest: (signature: SignatureRequirement, route: String)?
+        var strictest: (requirements: RouteRequirements, route: String)?
+        var all: RouteRequirements?
         var decided = Set<String>()
-        // Done once `require` is found and the path is known to read under two rules.
-        for resolved in readings where strictest?.signature != .require || decided.count < 2 {
+        // Done once `require` is found and the path is known to read under two rules (unless a
+        // flow's requirements are set, which every reading must then be read for).
+        let flowsSet = rules.contains { $0.requirements != RouteRequirements(signature: $0.signature, body: $0.requirements.body) }
+            || fallback != RouteRequirements(signature: fallback.signature, body: fallback.body)
+        for resolved in readings where flowsSet || strictest?.requirements.signature != .require || decided.count < 2 {
             let caseMatters = patternsHaveUpperCase || resolved.contains { $0.contains { (0x41...0x5A).contains($0) } }
             for folded in caseMatters ? [false, true] : [false] {
                 let candidate = first(method, folded ? resolved.map(PathPattern.asciiLowercased) : resolved, folded: folded)
                 decided.insert(candidate.route)
-                if candidate.signature.strictness > strictest?.signature.strictness ?? -1 { strictest = candidate }
+                all = all?.strictest(with: candidate.requirements) ?? candidate.requirements
+                if candidate.requirements.signature.strictness > strictest?.requirements.signature.strictness ?? -1 { strictest = candidate }
             }
         }
         let chosen = strictest ?? (fallback, "*")
@@ -127,14 +153,21 @@ public struct RoutePolicy: Sendable, Equatable {
         // whatever way of reading it was not foreseen here.
         let ambiguous = plain == nil
             && (decided.count > 1 || bytes.first != UInt8(ascii: "/") || PathPattern.hasTreacherousEscapes(bytes))
-        if ambiguous, fallback.strictness > chosen.signature.strictness { return Decision(signature: fallback, route: "*", ambiguous: true) }
-        return Decision(signature: chosen.signature, route: chosen.route, ambiguous: ambiguous)
+        if decided.count == 1 && !ambiguous { return Decision(requirements: chosen.requirements, route: chosen.route, ambiguous: false) }
+        // Read under several rules: each requirement at the strictest of them, the body handling
+        // the chosen rule's only when the path is plain (case alone told the rules apart).
+        var requirements = (all ?? chosen.requirements).strictest(with: ambiguous ? fallback : chosen.requirements)
+        var route = chosen.route
+        if ambiguous, fallback.signature.strictness > chosen.requirements.signature.strictness { route = "*" }
+        if !ambiguous { requirements.body = chosen.requirements.body }
+        if !ambiguous { requirements.signature = chosen.requirements.signature }
+        return Decision(requirements: requirements, route: route, ambiguous: ambiguous)
     }
 
     /// The first rule matching `segments` (compared case-folded when `folded`), else the fallback.
-    private func first(_ method: HTTPRequest.Method, _ segments: [[UInt8]], folded: Bool) -> (signature: SignatureRequirement, route: String) {
+    private func first(_ method: HTTPRequest.Method, _ segments: [[UInt8]], folded: Bool) -> (requirements: RouteRequirements, route: String) {
         for rule in rules where rule.matches(method, segments, folded: folded) {
-            return (rule.signature, rule.description)
+            return (rule.requirements, rule.description)
         }
         return (fallback, "*")
     }

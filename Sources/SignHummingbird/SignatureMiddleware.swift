@@ -24,23 +24,20 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     public let origin: ServerOrigin
     public let names: SignHeaderNames
     public let policy: RoutePolicy
+    /// The body handling of routes whose requirements set none (and of paths read under
+    /// several rules, `Decision.ambiguous`).
     public let body: BodyHandling
-    /// Body handling for particular routes, by the rule's written form (`Rule.description`, as
-    /// `RoutePolicy.decision` returns it); other routes, and paths read under several rules
-    /// (`Decision.ambiguous`), get `body`.
-    public let routeBodies: [String: BodyHandling]
     let audit: SignatureAudit
 
     /// - Parameters:
     ///   - origin: the scheme (and, when fixed, the authority) clients sign for.
     ///   - metricsFactory: where counters and the timer go (`MetricsSystem.factory` by default).
     public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                routeBodies: [String: BodyHandling] = [:], names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
+                names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
         self.verifier = verifier
         self.origin = origin
         self.policy = policy
         self.body = body
-        self.routeBodies = routeBodies
         self.names = names
         self.audit = SignatureAudit(factory: metricsFactory ?? MetricsSystem.factory)
     }
@@ -54,8 +51,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         let started = ContinuousClock.now
         do {
             try checkConnectionField(of: request)
-            // A path read under several rules gets no rule's own body handling.
-            let body = routeBodies.isEmpty || decision.ambiguous ? self.body : routeBodies[route] ?? self.body
+            // A path read under several rules gets no rule's own body handling (its requirements have none).
+            let body = decision.requirements.body ?? self.body
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
             let (bodyWHash, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
                                                               route: route, verified: tokenVerified)
@@ -163,27 +160,4 @@ final class VerifiedFlag: Sendable {
     private let value = Locked(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
-}
-
-/// How the middleware reads a request body before verifying it.
-public enum BodyHandling: Sendable, Equatable {
-    /// Collected in memory, up to `limit` bytes (a larger body is refused `bodyTooLarge`, 413).
-    case buffered(limit: Int64 = 1 << 20)
-    /// For POST, PUT and PATCH bodies over `smallBody` bytes or of unknown length (chunked): the
-    /// token is checked against the whash header first, then the body reaches the handler as it
-    /// arrives, hashed on the way, up to `limit` bytes; its last chunk is released only when the
-    /// digest matches, so a handler must act on nothing before the body's end. Needs the whash
-    /// header. Smaller bodies, empty ones and other methods are collected as in `buffered`.
-    case streamed(limit: Int64 = .max)
-
-    /// The most bytes a request may send.
-    public var limit: Int64 {
-        switch self {
-        case .buffered(let limit), .streamed(let limit): limit
-        }
-    }
-
-    /// Bodies up to this size are collected even in streamed mode: checked whole before the
-    /// handler (or an upstream) sees any of the request, at a cost of at most this much memory.
-    public static let smallBody: Int64 = 64 << 10
 }

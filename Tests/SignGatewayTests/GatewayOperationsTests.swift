@@ -220,13 +220,16 @@ import Testing
         let configuration = try GatewayConfiguration.parse(Data(GatewayTests.configuration(upstream: 1, keys: keys, [
             "body": ["mode": "streamed", "limit": 4096], "policy": ["routes": routes]]).utf8))
         let gateway = try Gateway(configuration: configuration, logger: quietLogger)
-        let routesSettings = gateway.routes
-        #expect(routesSettings.settings(for: "/upload/**").body == .streamed(limit: 1 << 30), "mode from the top level")
-        #expect(routesSettings.settings(for: "/x/**").body == .streamed(limit: 4096), "the first /x/** has no settings of its own")
-        #expect(routesSettings.byRoute["/x/**"] == nil)
+        let gatewayRoutes = gateway.routes
+        func decided(_ path: String) -> RoutePolicy.Decision { gatewayRoutes.policy.decision(method: .post, path: path) }
+        #expect(gatewayRoutes.body(for: decided("/upload/a")) == .streamed(limit: 1 << 30), "mode from the top level")
+        #expect(gatewayRoutes.body(for: decided("/x/a")) == .streamed(limit: 4096), "the first /x/** has no settings of its own")
+        #expect(decided("/x/a").requirements.body == nil && decided("/x/a").signature == .require)
+        #expect(gatewayRoutes.body(for: decided("/api/a")) == .streamed(limit: 4096) && gatewayRoutes.defaultBody == .streamed(limit: 4096))
         // `/upload/..%2Fapi/orders` reads as /upload/** raw and /api/** resolved: neither's settings.
-        let decision = routesSettings.policy.decision(method: .post, path: "/upload/..%2Fapi/orders")
+        let decision = decided("/upload/..%2Fapi/orders")
         #expect(decision.signature == .require && decision.ambiguous)
+        #expect(gatewayRoutes.body(for: decision) == .streamed(limit: 4096))
     }
 
     @Test func operationsConfigurationIsChecked() throws {

@@ -24,7 +24,8 @@ import Testing
 
     @Test func everySpellingOfAProtectedPathIsProtected() throws {
         for fallback in SignatureRequirement.allCases {
-            let policy = RoutePolicy([try .init("/public/**", .off), try .init("/admin/**", .require)], fallback: fallback)
+            let policy = RoutePolicy([try .init("/public/**", .off), try .init("/admin/**", .require)],
+                                     fallback: RouteRequirements(signature: fallback))
             for path in Self.adminSpellings {
                 #expect(policy.requirement(method: .get, path: path).signature == .require, "\(path) with fallback \(fallback)")
             }

@@ -20,8 +20,8 @@ let routes: [(route: String, signature: SignatureRequirement)] = [
 ]
 let policies: [RoutePolicy] = [SignatureRequirement.off, .monitor, .require].map { fallback in
     do {
-        return RoutePolicy(try routes.map { (route, signature) throws(SignCoreError) in try RoutePolicy.Rule(route, signature) },
-                           fallback: fallback)
+        return RoutePolicy(try routes.map { (route, signature) throws(SignCoreError) in try RoutePolicy.Rule(route, RouteRequirements(signature: signature)) },
+                           fallback: RouteRequirements(signature: fallback))
     } catch {
         fatalError("fixed policy: \(error)")
     }
@@ -213,7 +213,7 @@ public func fuzzRoutePolicy(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         for (segments, ways) in readings {
             let caseMatters = patternsHaveUpperCase || segments.contains { $0.contains { (0x41...0x5A).contains($0) } }
             for folded in caseMatters ? [false, true] : [false] {
-                let read = requirement(method.rawValue, segments, folded: folded, fallback: policy.fallback)
+                let read = requirement(method.rawValue, segments, folded: folded, fallback: policy.fallback.signature)
                 if strictness(read) > strictness(given) {
                     stricter.append("\(shown(segments))\(folded ? " case-folded" : "") gets \(read) (\(Reading.summary(ways)))")
                     break  // folded, it would say the same
