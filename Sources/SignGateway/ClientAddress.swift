@@ -94,6 +94,7 @@ struct ClientAddressMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         context.forwardingChain = chain(peer: context.peer.flatMap(IPAddress.init), fields: request.headers)
+        context.signCore.clientAddress = context.clientAddress?.description
         return try await next(request, context)
     }
 

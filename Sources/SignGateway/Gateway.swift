@@ -21,7 +21,7 @@ public final class Gateway: Service {
     let logger: Logger
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
-    let signature: SignatureMiddleware<GatewayRequestContext>
+    let signature: SignatureMiddleware<GatewayRequestContext, WTokenRequestVerifier>
     let routes: GatewayRoutes
     let upstream: UpstreamClient.Endpoint
     let origin: ServerOrigin

@@ -5,12 +5,11 @@ import SignCore
 import SignHTTP
 import SignHummingbird
 
-/// signd's request context: the signature middleware's verdict and identity, and the client's
-/// address (the TCP peer's, or when the peer is a trusted proxy, the one it reports).
+/// signd's request context: SignCore's value (identity, verdict, route decision, client
+/// address), and what only the gateway keeps: the chain of addresses the request came through.
 public struct GatewayRequestContext: SignatureRequestContext {
     public var coreContext: CoreRequestContextStorage
-    public var signature: VerifiedRequest?
-    public var signatureVerdict: SignatureVerdict = .unchecked
+    public var signCore = SignCoreContext()
     /// The connection's remote end.
     public let peer: SocketAddress?
     /// The client's address, then the proxies it came through to signd, the TCP peer last
@@ -21,8 +20,6 @@ public struct GatewayRequestContext: SignatureRequestContext {
     public var clientAddress: IPAddress? { forwardingChain.first }
     /// The policy rule that applies (its written form, `*` for the fallback).
     public internal(set) var route = "*"
-    /// Made once, by `RouteMiddleware`, with the policy `SignatureMiddleware` has.
-    public internal(set) var routeDecision: RoutePolicy.Decision?
     /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that
     /// verifies too may send) are not signd's.
     let upstreamAnswered = NIOLockedValueBox(false)

@@ -143,7 +143,7 @@ struct ProxyMiddleware: RouterMiddleware {
             fields[identity.algorithm] = signature.algorithm.rawValue
             if !signature.account.isEmpty { fields[identity.account] = IdentityFields.encode(account: signature.account) }
         }
-        fields[identity.verdict] = IdentityFields.encode(verdict: context.signatureVerdict)
+        fields[identity.verdict] = IdentityFields.encode(verdict: context.signCore.verdict)
         let authority = origin.authority ?? request.head.authority
         if let authority { fields[Self.forwardedHost] = authority }
         fields[Self.forwardedProto] = origin.scheme
@@ -158,9 +158,9 @@ struct ProxyMiddleware: RouterMiddleware {
         var outgoing = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue),
                                        uri: request.head.path ?? "/", headers: HTTPHeaders(fields))
         let length = request.headers[.contentLength].flatMap(Int64.init)
-        let timeout = routes.upstreamTimeout(for: context.routeDecision)
+        let timeout = routes.upstreamTimeout(for: context.signCore.routeDecision)
         // The most body bytes forwarded for this request, on every route (`off` ones included).
-        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: routes.body(for: context.routeDecision).limit) : nil
+        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: routes.body(for: context.signCore.routeDecision).limit) : nil
         switch (upload, length) {
         case (nil, _) where ![.GET, .HEAD, .OPTIONS, .DELETE, .TRACE, .CONNECT].contains(outgoing.method):
             outgoing.headers.replaceOrAdd(name: "content-length", value: "0")

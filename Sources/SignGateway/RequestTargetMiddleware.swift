@@ -23,7 +23,7 @@ struct RequestTargetMiddleware: RouterMiddleware {
         let announcesBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
         var response: Response
         do throws(SignCoreError) {
-            try check(request, announcesBody: announcesBody, limit: routes.body(for: context.routeDecision).limit)
+            try check(request, announcesBody: announcesBody, limit: routes.body(for: context.signCore.routeDecision).limit)
         } catch {
             response = Response(Refusal(error))
             if announcesBody {

@@ -63,7 +63,7 @@ struct RouteMiddleware: RouterMiddleware {
         var context = context
         let decision = routes.policy.decision(method: request.method, path: request.uri.path)
         context.route = decision.route
-        context.routeDecision = decision
+        context.signCore.routeDecision = decision
         return try await next(request, context)
     }
 }

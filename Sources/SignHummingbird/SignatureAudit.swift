@@ -14,6 +14,7 @@ import SignHTTP
 struct SignatureAudit: Sendable {
     let counters: [String: Counter]
     let latency: Metrics.Timer
+    let factory: any MetricsFactory
 
     static let label = "signcore_verifications_total"
     static let timerLabel = "signcore_verify_duration"
@@ -28,9 +29,10 @@ struct SignatureAudit: Sendable {
         counters["accepted"] = Counter(label: Self.label, dimensions: [("verdict", "accepted"), ("code", "none")], factory: factory)
         self.counters = counters
         latency = Metrics.Timer(label: Self.timerLabel, factory: factory)
+        self.factory = factory
     }
 
-    func accepted(_ verified: VerifiedRequest, requirement: SignatureRequirement, route: String, logger: Logger, elapsed: Duration) {
+    func accepted(_ verified: VerifiedIdentity, requirement: SignatureRequirement, route: String, logger: Logger, elapsed: Duration) {
         latency.record(duration: elapsed)
         counters["accepted"]?.increment()
         logger.debug("signature verified", metadata: [
@@ -45,7 +47,9 @@ struct SignatureAudit: Sendable {
     func refused(_ error: SignCoreError, requirement: SignatureRequirement, route: String, logger: Logger, elapsed: Duration?) {
         if let elapsed { latency.record(duration: elapsed) }
         let verdict = requirement == .require ? "refused" : "monitored"
-        counters[verdict + error.code.name]?.increment()
+        // A flow's own code has no counter made in advance: one is made (the factory keeps one per label and dimensions).
+        (counters[verdict + error.code.name]
+            ?? Counter(label: Self.label, dimensions: [("verdict", verdict), ("code", error.code.name)], factory: factory)).increment()
         var metadata: Logger.Metadata = [
             "signcore.verdict": .string(verdict), "signcore.route": .string(route), "signcore.policy": .string(requirement.rawValue),
             "signcore.code": .string(error.code.name), "signcore.reason": .string(error.detail),

@@ -6,10 +6,11 @@ import NIOCore
 @_spi(SignCoreTools) import SignCore
 import SignHTTP
 
-/// Verifies every request's whash and wtoken (SPEC §5) before the handler runs, as the route's
-/// policy asks: `require` refuses a request that fails with its reason (SPEC §7.1), `monitor`
-/// logs the verdict and lets the request through, `off` does nothing. A verified request's
-/// signature goes into the context (`context.signature`).
+/// Verifies every request's proof before the handler runs, as the route's policy asks: `require`
+/// refuses a request that fails with its reason (SPEC §7.1), `monitor` logs the verdict and lets
+/// the request through, `off` does nothing. A verified request's identity goes into the context
+/// (`context.signCore.identity`, read as `context.signature`). The proof is the whash and wtoken
+/// (SPEC §5, `WTokenRequestVerifier`) unless another `RequestVerifier` is given.
 ///
 /// Bodies are buffered up to a limit, or streamed (`BodyHandling`): then the handler reads the
 /// body as it arrives while it is hashed, and its last chunk is released only when the digest
@@ -19,10 +20,9 @@ import SignHTTP
 /// Audit lines go to the request's logger (verdict, code, key id, account, route pattern; never a
 /// token, a body, a URL or a header value); counters per verdict and code and a verify-latency
 /// timer go to swift-metrics.
-public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddleware {
-    public let verifier: Verifier
+public struct SignatureMiddleware<Context: SignatureRequestContext, Verification: RequestVerifier>: RouterMiddleware {
+    public let verifier: Verification
     public let origin: ServerOrigin
-    public let names: SignHeaderNames
     public let policy: RoutePolicy
     /// The body handling of routes whose requirements set none (and of paths read under
     /// several rules, `Decision.ambiguous`).
@@ -32,18 +32,17 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
     /// - Parameters:
     ///   - origin: the scheme (and, when fixed, the authority) clients sign for.
     ///   - metricsFactory: where counters and the timer go (`MetricsSystem.factory` by default).
-    public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
+    public init(verifier: Verification, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
+                metricsFactory: (any MetricsFactory)? = nil) {
         self.verifier = verifier
         self.origin = origin
         self.policy = policy
         self.body = body
-        self.names = names
         self.audit = SignatureAudit(factory: metricsFactory ?? MetricsSystem.factory)
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let decision = context.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
+        let decision = context.signCore.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
         let (requirement, route) = (decision.signature, decision.route)
         if requirement == .off { return try await next(request, context) }
         var request = request
@@ -54,17 +53,16 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
             // A path read under several rules gets no rule's own body handling (its requirements have none).
             let body = decision.requirements.body ?? self.body
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
-            let (bodyWHash, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
+            let (bodyDigest, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
                                                               route: route, verified: tokenVerified)
-            let received = try ReceivedRequest(request.head, body: .whash(bodyWHash), origin: origin, names: names)
-            let verified = try await verifier.verify(received)
+            let verified = try await verifier.verify(request.head, bodyDigest: bodyDigest, origin: origin)
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
-            context.signature = verified
-            context.signatureVerdict = .verified(bodyStreamed: streamed)
+            context.signCore.identity = verified
+            context.signCore.verdict = .verified(bodyStreamed: streamed)
             tokenVerified?.set()
         } catch {
             audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
-            context.signatureVerdict = .failed(error.code)
+            context.signCore.verdict = .failed(error.code)
             // A body over the limit is refused even under monitor: part of it is read and gone.
             if requirement == .require || error.code == .bodyTooLarge { return Self.response(for: error) }
         }
@@ -81,20 +79,17 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         let listed = Set(connection.flatMap { $0.split(separator: ",") }.map { option in
             String(option.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()).lowercased()
         })
-        let required = verifier.requiredHeaders
-        var protected = Set([names.whash.canonicalName, names.wtoken.canonicalName] + required.urlMethods + required.bodyMethods)
-        if let token = request.headers[names.wtoken], let parsed = try? WToken(parsing: token) { protected.formUnion(parsed.coveredHeaders) }
-        if !listed.isDisjoint(with: protected) {
+        if !listed.isDisjoint(with: verifier.protectedFields(of: request.head)) {
             throw SignCoreError(.invalidHeader, "the Connection field names a field the signature covers or requires")
         }
     }
 
-    /// Makes the request's body readable again after verification, and returns the whash the
-    /// verifier checks: of the collected body (hashed in place, not copied) or, for a streamed
-    /// body-class request, the one its whash header claims, which the wrapped body then checks
-    /// (`streamed` true: the body is still to arrive).
+    /// Makes the request's body readable again after verification, and returns the digest the
+    /// verifier checks: of the collected body (digested in place, not copied) or, for a streamed
+    /// body-class request, the one the request claims (its whash header), which the wrapped body
+    /// then checks (`streamed` true: the body is still to arrive).
     private func prepareBody(of request: inout Request, body: BodyHandling, context: Context, requirement: SignatureRequirement,
-                             route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> (whash: SHA256Digest, streamed: Bool) {
+                             route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> (digest: Verification.Digest.Value, streamed: Bool) {
         let method = try RequestMethod(token: request.method.rawValue)
         // What the request announces decides before a byte of its body is read (SPEC §5 step 2):
         // a GET, HEAD, OPTIONS or DELETE with a body, or a body larger than the limit, is refused
@@ -111,15 +106,10 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         // Streamed only when the body is large or of unknown length: a small or empty one is
         // collected and compared with the whash before anything of the request goes on.
         case .streamed(let limit) where method.contentClass == .body && (chunked || (announced ?? 0) > BodyHandling.smallBody):
-            guard let sent = request.headers[names.whash] else {
-                throw SignCoreError(.missingHeader, "the request has no whash header")
-            }
-            guard let claimed = SHA256Digest(base64url: sent) else {
-                throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
-            }
+            let claimed = try verifier.claimedDigest(of: request.head)
             let audit = self.audit
             let logger = context.logger
-            let checked = WHashCheckedBody(request.body, expected: claimed, limit: limit,
+            let checked = DigestCheckedBody<RequestBody, Verification.Digest>(request.body, expected: claimed, limit: limit,
                                            enforce: { requirement == .require || verified?.isSet == true }) { error in
                 audit.refused(error, requirement: requirement, route: route, logger: logger, elapsed: nil)
             }
@@ -128,12 +118,21 @@ public struct SignatureMiddleware<Context: SignatureRequestContext>: RouterMiddl
         case .streamed(let limit), .buffered(let limit):
             let collected = try await request.body.collectStoppingPastLimit(limit)
             request.body = RequestBody(buffer: collected)
-            return (collected.withUnsafeReadableBytes { WHash.ofBody($0) }, false)
+            return (collected.withUnsafeReadableBytes { Verification.Digest.digest(of: $0) }, false)
         }
     }
 
     /// The refusal as a Hummingbird response (status, fields and problem document of SPEC §7.1).
     public static func response(for error: SignCoreError) -> Response { Response(Refusal(error)) }
+}
+
+extension SignatureMiddleware where Verification == WTokenRequestVerifier {
+    /// The whash and wtoken (SPEC §5) in the fields `names` gives, checked by `verifier`.
+    public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
+                names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
+        self.init(verifier: WTokenRequestVerifier(verifier, names: names), origin: origin, policy: policy, body: body,
+                  metricsFactory: metricsFactory)
+    }
 }
 
 extension Response {

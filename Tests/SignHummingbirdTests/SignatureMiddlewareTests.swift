@@ -42,7 +42,7 @@ import Testing
         let router = Router(context: BasicSignatureRequestContext.self)
         router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy, body: body, metricsFactory: metrics))
         let handler: @Sendable (Request, BasicSignatureRequestContext) async throws -> Response = { request, context in
-            seen.verdictState.withLock { $0.append(context.signatureVerdict) }
+            seen.verdictState.withLock { $0.append(context.signCore.verdict) }
             var bytes = 0
             do {
                 for try await chunk in request.body { bytes += chunk.readableBytes }

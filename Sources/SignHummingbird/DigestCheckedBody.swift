@@ -1,23 +1,25 @@
 import Hummingbird
 import SignCore
+import SignHTTP
 
-/// A streamed body checked against the whash its token signed (SPEC §3.3, §5 step 6): chunks
-/// pass through as they arrive, hashed on the way, but the latest chunk is held back until the
-/// next one arrives, and the last is released only when the whole body's digest matches.
-/// Otherwise iteration throws `whashMismatch` (or `bodyTooLarge` past `limit`) and whoever reads
+/// A streamed body checked against the digest its proof signed (the whash for a wtoken, SPEC
+/// §3.3, §5 step 6; `RequestVerifier.Digest`): chunks pass through as they arrive, digested on
+/// the way, but the latest chunk is held back until the next one arrives, and the last is
+/// released only when the whole body's digest matches. Otherwise iteration throws the digest's
+/// mismatch (`whashMismatch`), or `bodyTooLarge` past `limit`, and whoever reads
 /// the body never holds all of it. While `enforce` says false (a `monitor` route whose token did
 /// not verify) a mismatch is only reported and the body completes; once a token verified, its
 /// body is held to it on every route, so no verified identity travels with a body it did not sign.
-struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+struct DigestCheckedBody<Base: AsyncSequence & Sendable, Digest: BodyDigest>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
 
     let base: Base
-    let expected: SHA256Digest
+    let expected: Digest.Value
     let limit: Int64
     let enforce: @Sendable () -> Bool
     let onMismatch: @Sendable (SignCoreError) -> Void
 
-    init(_ base: Base, expected: SHA256Digest, limit: Int64, enforce: @escaping @Sendable () -> Bool,
+    init(_ base: Base, expected: Digest.Value, limit: Int64, enforce: @escaping @Sendable () -> Bool,
          onMismatch: @escaping @Sendable (SignCoreError) -> Void) {
         self.base = base
         self.expected = expected
@@ -27,13 +29,13 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), body: self, hasher: WHash.BodyHasher(limit: UInt64(Swift.max(0, limit))))
+        AsyncIterator(base: base.makeAsyncIterator(), body: self, hasher: Digest(limit: UInt64(Swift.max(0, limit))))
     }
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
-        let body: WHashCheckedBody
-        var hasher: WHash.BodyHasher
+        let body: DigestCheckedBody
+        var hasher: Digest
         var held: ByteBuffer?
         var finished = false
         /// Past the limit: reported once, no longer hashed (under monitor the body still flows).
@@ -66,7 +68,7 @@ struct WHashCheckedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
             }
             finished = true
             if !overLimit, hasher.finalize() != body.expected {
-                let error = SignCoreError(.whashMismatch, "the whash header does not match the request content")
+                let error = Digest.mismatch
                 body.onMismatch(error)
                 if body.enforce() { throw error }
             }

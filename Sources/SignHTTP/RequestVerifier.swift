@@ -1,0 +1,81 @@
+import HTTPTypes
+@_spi(SignCoreTools) import SignCore
+
+/// What checks a request's proof for a server middleware (`SignatureMiddleware`): the wtoken
+/// `Verifier` (`WTokenRequestVerifier`) today, an RFC 9421 verifier or a device-key verifier in
+/// the flows to come. The middleware reads the body (collected, or streamed and checked against
+/// the digest the request claims), then hands the head and the body's digest here.
+public protocol RequestVerifier: Sendable {
+    /// How the body is digested: the whash for wtokens, another digest for another format.
+    associatedtype Digest: BodyDigest
+
+    /// Whether a GET, HEAD, OPTIONS or DELETE may carry a body that nothing signs (SPEC §3.2).
+    var allowsUnsignedBody: Bool { get }
+
+    /// The header fields (lower case) the proof carries, covers or requires: a `Connection`
+    /// field may name none of them, or the request forwarded would not be the one proven.
+    func protectedFields(of request: HTTPRequest) -> Set<String>
+
+    /// The body's digest as the request claims it, which a streamed body is checked against as
+    /// it arrives (`missingHeader` when it claims none; an error of the format when it is not one).
+    func claimedDigest(of request: HTTPRequest) throws(SignCoreError) -> Digest.Value
+
+    /// Checks `request` with its body's digest, as received from a client of `origin`: the
+    /// identity proven, or the error refusing it.
+    nonisolated(nonsending) func verify(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin)
+        async throws(SignCoreError) -> VerifiedIdentity
+}
+
+/// A digest of a request body computed as it arrives, with a limit on its bytes.
+public protocol BodyDigest: Sendable {
+    associatedtype Value: Sendable & Equatable
+    init(limit: UInt64)
+    /// Refuses (`bodyTooLarge`) bytes past the limit.
+    mutating func append(_ chunk: UnsafeRawBufferPointer) throws(SignCoreError)
+    consuming func finalize() -> Value
+    /// The digest of a whole body.
+    static func digest(of body: UnsafeRawBufferPointer) -> Value
+    /// The error for a body whose digest is not the one claimed.
+    static var mismatch: SignCoreError { get }
+}
+
+extension WHash.BodyHasher: BodyDigest {
+    public static func digest(of body: UnsafeRawBufferPointer) -> SHA256Digest { WHash.ofBody(body) }
+    public static var mismatch: SignCoreError { SignCoreError(.whashMismatch, "the whash header does not match the request content") }
+}
+
+/// SignCore's wtoken (SPEC §5) as a `RequestVerifier`: the whash and wtoken in the fields `names`
+/// gives, the `Verifier`'s checks and replay guard.
+public struct WTokenRequestVerifier: RequestVerifier {
+    public typealias Digest = WHash.BodyHasher
+    public let verifier: Verifier
+    public let names: SignHeaderNames
+
+    public init(_ verifier: Verifier, names: SignHeaderNames = .standard) {
+        self.verifier = verifier
+        self.names = names
+    }
+
+    public var allowsUnsignedBody: Bool { verifier.allowsUnsignedBody }
+
+    /// The whash and wtoken fields, the fields the token covers and those the verifier requires.
+    public func protectedFields(of request: HTTPRequest) -> Set<String> {
+        let required = verifier.requiredHeaders
+        var protected = Set([names.whash.canonicalName, names.wtoken.canonicalName] + required.urlMethods + required.bodyMethods)
+        if let token = request.headerFields[names.wtoken], let parsed = try? WToken(parsing: token) { protected.formUnion(parsed.coveredHeaders) }
+        return protected
+    }
+
+    public func claimedDigest(of request: HTTPRequest) throws(SignCoreError) -> SHA256Digest {
+        guard let sent = request.headerFields[names.whash] else { throw SignCoreError(.missingHeader, "the request has no whash header") }
+        guard let claimed = SHA256Digest(base64url: sent) else {
+            throw SignCoreError(.whashMismatch, "the whash header is not 32 bytes of base64url")
+        }
+        return claimed
+    }
+
+    nonisolated(nonsending) public func verify(_ request: HTTPRequest, bodyDigest: SHA256Digest, origin: ServerOrigin)
+        async throws(SignCoreError) -> VerifiedIdentity {
+        try await verifier.verify(ReceivedRequest(request, body: .whash(bodyDigest), origin: origin, names: names)).identity
+    }
+}
