@@ -219,3 +219,27 @@ int sc_nonce_differs_after_raw_clone(void) {
     return -1;
 #endif
 }
+
+/* ---- SHA-512 and HMAC-SHA512 ------------------------------------------------------------ */
+
+_Static_assert(sizeof(crypto_hash_sha512_state) <= sizeof(sc_sha512_state), "sc_sha512_state holds libsodium's state");
+_Static_assert(_Alignof(crypto_hash_sha512_state) <= 16, "sc_sha512_state is aligned for libsodium's state");
+
+void sc_sha512_init(sc_sha512_state *state) { crypto_hash_sha512_init((crypto_hash_sha512_state *)(void *)state->opaque); }
+
+void sc_sha512_update(sc_sha512_state *state, const void *data, size_t length) {
+    crypto_hash_sha512_update((crypto_hash_sha512_state *)(void *)state->opaque, data, length);
+}
+
+void sc_sha512_final(sc_sha512_state *state, void *out64) {
+    crypto_hash_sha512_final((crypto_hash_sha512_state *)(void *)state->opaque, out64);
+    sodium_memzero(state, sizeof *state);
+}
+
+void sc_hmac_sha512(const void *key, size_t key_length, const void *message, size_t length, void *out64) {
+    crypto_auth_hmacsha512_state state;
+    crypto_auth_hmacsha512_init(&state, key, key_length);
+    crypto_auth_hmacsha512_update(&state, message, length);
+    crypto_auth_hmacsha512_final(&state, out64);
+    sodium_memzero(&state, sizeof state);
+}

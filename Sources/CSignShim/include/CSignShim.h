@@ -65,6 +65,20 @@ void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *da
 static inline size_t sc_common_url_scratch(size_t n) { return 2 * (3 * n + 24) + SC_COMMON_URL_PREFIX_MAX + 72; }
 int sc_sha256_common_url(const void *prefix, size_t prefix_length, const void *url, size_t n, void *scratch, void *out32) SC_MUST_CHECK;
 
+/* ---- SHA-512 and HMAC-SHA512 (libsodium), one-shot HMAC-SHA256 ------------------------ */
+
+/* Opaque incremental SHA-512 state (libsodium's crypto_hash_sha512_state): a plain value. */
+typedef struct {
+    _Alignas(16) unsigned char opaque[256];
+} sc_sha512_state;
+
+void sc_sha512_init(sc_sha512_state *state);
+void sc_sha512_update(sc_sha512_state *state, const void *data, size_t length);
+/* Writes the 64-byte digest; the state is wiped. */
+void sc_sha512_final(sc_sha512_state *state, void *out64);
+/* HMAC-SHA512 (RFC 2104, RFC 4231) under a key of any length; the keyed state is wiped. */
+void sc_hmac_sha512(const void *key, size_t key_length, const void *message, size_t length, void *out64);
+
 /* ---- HMAC-SHA256 with the key schedule prepared once --------------------------------- */
 
 /* Inner and outer SHA-256 states after the padded key block; zero it with sc_memzero. */

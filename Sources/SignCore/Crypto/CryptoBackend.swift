@@ -20,6 +20,7 @@ typealias CryptoBackend = LibsodiumOpenSSL
 
 protocol CryptoBackendProtocol {
     associatedtype SHA256: SHA256Backend
+    associatedtype SHA512: SHA512Backend
     associatedtype HMACKey: HMACKeyBackend
     associatedtype Ed25519PrivateKey: Ed25519PrivateKeyBackend
     associatedtype P256Key: P256KeyBackend
@@ -42,6 +43,19 @@ protocol CryptoBackendProtocol {
                               signature: UnsafeRawBufferPointer) -> Bool
     /// A canonical encoding of a point of the prime-order subgroup, not of small order (SPEC §6.1).
     static func isValidEd25519PublicKey(_ publicKey: UnsafeRawBufferPointer) -> Bool
+
+    /// HMAC-SHA256 and HMAC-SHA512 (RFC 2104) under a key of any length, for other modules
+    /// (`HMACSHA256`, `HMACSHA512`); whatever the key leaves in memory is wiped.
+    static func hmacSHA256(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
+    static func hmacSHA512(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
+}
+
+/// SHA-512 (FIPS 180-4) as a copyable value, for other modules (`SHA512Hasher`).
+protocol SHA512Backend: Sendable {
+    init()
+    mutating func update(_ bytes: UnsafeRawBufferPointer)
+    /// Writes the 64-byte digest; the state is spent.
+    mutating func finalize(into digest: UnsafeMutableRawBufferPointer)
 }
 
 /// SHA-256 (FIPS 180-4) as a copyable value: a copy continues from where the original was, so a

@@ -33,6 +33,27 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         publicKey.count == 32 && sc_ed25519_is_valid_point(publicKey.baseAddress) == 1 && Ed25519PointCheck.isValid(publicKey)
     }
 
+    struct SHA512: SHA512Backend {
+        private var state = sc_sha512_state()
+
+        init() { sc_sha512_init(&state) }
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) { sc_sha512_update(&state, bytes.baseAddress, bytes.count) }
+
+        mutating func finalize(into digest: UnsafeMutableRawBufferPointer) { sc_sha512_final(&state, digest.baseAddress) }
+    }
+
+    static func hmacSHA256(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer) {
+        var prepared = sc_hmac_key()
+        sc_hmac_key_init(&prepared, key.baseAddress, key.count)
+        sc_hmac_sha256(&prepared, message.baseAddress, message.count, tag.baseAddress)
+        sc_memzero(&prepared, MemoryLayout<sc_hmac_key>.size)
+    }
+
+    static func hmacSHA512(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer) {
+        sc_hmac_sha512(key.baseAddress, key.count, message.baseAddress, message.count, tag.baseAddress)
+    }
+
     struct SHA256: SHA256Backend {
         private var state = sc_sha256_state()
 

@@ -48,6 +48,26 @@ enum SwiftCrypto: CryptoBackendProtocol {
     /// small order: SignCore's own check (Ed25519PointCheck.swift) does what libsodium does.
     static func isValidEd25519PublicKey(_ publicKey: UnsafeRawBufferPointer) -> Bool { Ed25519PointCheck.isValid(publicKey) }
 
+    struct SHA512: SHA512Backend {
+        private var hasher = Crypto.SHA512()
+
+        init() {}
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
+
+        mutating func finalize(into digest: UnsafeMutableRawBufferPointer) {
+            hasher.finalize().withUnsafeBytes { digest.copyMemory(from: $0) }
+        }
+    }
+
+    static func hmacSHA256(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer) {
+        Crypto.HMAC<Crypto.SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)).withUnsafeBytes { tag.copyMemory(from: $0) }
+    }
+
+    static func hmacSHA512(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer) {
+        Crypto.HMAC<Crypto.SHA512>.authenticationCode(for: message, using: SymmetricKey(data: key)).withUnsafeBytes { tag.copyMemory(from: $0) }
+    }
+
     struct SHA256: SHA256Backend {
         private var hasher = Crypto.SHA256()
 
