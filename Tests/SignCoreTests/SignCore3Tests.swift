@@ -148,10 +148,10 @@ import Testing
             self.keys = Dictionary(uniqueKeysWithValues: keys.map { ($0.id, $0) })
             self.failing = failing
         }
-        func key(id: String) async throws(SignCoreError) -> SigningKey? {
+        func record(id: String) async throws(SignCoreError) -> KeyRecord? {
             lookups.withLock { $0 += 1 }
             if failing { throw SignCoreError(.unavailable, "the key store cannot be reached") }
-            return keys[id]
+            return keys[id].map { KeyRecord(key: $0) }
         }
     }
 
@@ -207,18 +207,27 @@ import Testing
         let signer = try Signer(key: device, clock: clock.function)
         // Unknown, and remembered as unknown for 60 s...
         #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
-        store.keys.withLock { $0[device.id] = try? device.publicOnly() }
+        let registered = KeyRecord(key: try device.publicOnly(), metadata: ["model": "test-phone"])
+        store.keys.withLock { $0[device.id] = registered }
         #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
         // ...until the registration invalidates it.
         cache.invalidate(id: device.id)
         _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url)))
-        // Revoked: cached for 300 s, unless invalidated.
-        store.keys.withLock { $0[device.id] = nil }
+        #expect(try await cache.record(id: device.id)?.metadata == ["model": "test-phone"])
+        // Revoked (its record kept, its status changed): cached for 300 s, unless invalidated;
+        // then refused as unknown, and its record still readable with its status.
+        store.keys.withLock { $0[device.id]?.status = .revoked }
         _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url)))
         cache.invalidate(id: device.id)
         #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
+        #expect(try await cache.record(id: device.id)?.status == .revoked && cache.count == 1)
+        #expect(try await cache.key(id: device.id) == nil)
+        // Deleted: unknown.
+        store.keys.withLock { $0[device.id] = nil }
+        cache.invalidate(id: device.id)
+        #expect(await errorCode { _ = try await v.verify(received("GET", Self.url, [], try signer.sign(method: .get, url: Self.url))) } == .unknownKey)
         // A lookup that was answered before an invalidation, and returns after it, is not stored.
-        store.keys.withLock { $0[device.id] = try? device.publicOnly() }
+        store.keys.withLock { $0[device.id] = registered }
         cache.invalidate(id: device.id)
         store.gate.withLock { $0 = true }
         let slow = Task { try await cache.key(id: device.id) }
@@ -232,10 +241,10 @@ import Testing
 
     /// A key store that changes, and can hold a lookup until released.
     final class MutableSource: KeySource {
-        let keys = Locked([String: SigningKey]())
+        let keys = Locked([String: KeyRecord]())
         let gate = Locked(false)
         let waiting = Locked(0)
-        func key(id: String) async throws(SignCoreError) -> SigningKey? {
+        func record(id: String) async throws(SignCoreError) -> KeyRecord? {
             let answer = keys.withLock { $0[id] }
             if gate.withLock({ $0 }) {
                 waiting.withLock { $0 += 1 }

@@ -14,7 +14,7 @@ public final class KeyCache: Sendable {
     public let missesPerSecond: Int
 
     private struct Entry {
-        let key: SigningKey?
+        let record: KeyRecord?
         let until: Int64
         let order: UInt64
     }
@@ -45,18 +45,25 @@ public final class KeyCache: Sendable {
         self.clock = clock
     }
 
-    /// The cached answer for `id`: `.some(key)` or `.some(nil)` (known unknown), or nil when the
-    /// source must be asked.
-    func cached(id: String) -> SigningKey?? {
+    /// The cached answer for `id`: `.some(record)` or `.some(nil)` (known unknown), or nil when
+    /// the source must be asked.
+    func cached(id: String) -> KeyRecord?? {
         let now = clock()
         return state.withLock { state in
             guard let entry = state.entries[id], entry.until > now else { return nil }
-            return .some(entry.key)
+            return .some(entry.record)
         }
     }
 
-    /// Looks `id` up: from the cache, else from the source within the miss budget.
+    /// The key that verifies under `id`: the record's key when its status lets it verify, nil
+    /// for an unknown id and for a key that may not verify (revoked).
     public func key(id: String) async throws(SignCoreError) -> SigningKey? {
+        guard let record = try await record(id: id), record.status.verifies else { return nil }
+        return record.key
+    }
+
+    /// Looks `id` up: from the cache, else from the source within the miss budget.
+    public func record(id: String) async throws(SignCoreError) -> KeyRecord? {
         // An id outside SPEC §6.2 names no key: answered without a lookup (the cache's dictionary
         // compares Strings by Unicode equivalence, so a Kelvin sign would otherwise reach "Key").
         guard SigningKey.isValidKeyID(id) else { return nil }
@@ -74,19 +81,19 @@ public final class KeyCache: Sendable {
         guard let invalidations = allowed else {
             throw SignCoreError(.unavailable, "too many lookups of unknown key ids; retry later")
         }
-        let key = try await source.key(id: id)
-        if let key, !key.id.utf8.elementsEqual(id.utf8) {
+        let record = try await source.record(id: id)
+        if let record, !record.key.id.utf8.elementsEqual(id.utf8) {
             throw SignCoreError(.invalidKey, "the key source answered with a key of another id")
         }
-        let until = now + (key == nil ? negativeLifetime : positiveLifetime)
+        let until = now + (record == nil ? negativeLifetime : positiveLifetime)
         state.withLock { state in
             // Revoked or registered while the source was asked: the answer may predate it.
             guard state.invalidations == invalidations else { return }
             if state.entries[id] == nil, state.entries.count >= capacity { Self.evictOldest(&state, now: now) }
             state.insertions += 1
-            state.entries[id] = Entry(key: key, until: until, order: state.insertions)
+            state.entries[id] = Entry(record: record, until: until, order: state.insertions)
         }
-        return key
+        return record
     }
 
     /// Drops the expired entries, or else the oldest one.

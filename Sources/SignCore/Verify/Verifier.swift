@@ -188,11 +188,11 @@ public struct Verifier: Sendable {
         if let cache = keyCache {
             let name = String(decoding: id, as: UTF8.self)
             switch cache.cached(id: name) {
-            case .some(.some(let key)):
-                cached = key
-                return Unmanaged.passUnretained(key)
-            case .some(.none):
-                break  // known not to exist
+            case .some(.some(let record)) where record.status.verifies:
+                cached = record.key
+                return Unmanaged.passUnretained(record.key)
+            case .some:
+                break  // known not to exist, or its key may not verify (revoked)
             case .none:
                 missing = name
             }
