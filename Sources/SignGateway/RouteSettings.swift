@@ -2,15 +2,16 @@ import Hummingbird
 import NIOCore
 import SignCore
 import SignHTTP
-import SignHummingbird
+@_spi(SignCoreTools) import SignHummingbird
 
 /// How long the upstream may take on a route, in seconds: a requirement of signd's own on the
-/// policy's rules, nil on a route without one of its own (the top-level `upstreamTimeout`).
+/// policy's rules, each rule and the fallback given the route's own or the top-level
+/// `upstreamTimeout` (nil only on a policy not built here).
 enum UpstreamTimeout: RouteRequirement {
     static let defaultValue: Int64? = nil
-    /// A path read under two rules gets the top-level timeout, unless both set one: the shorter.
+    /// A path read under two rules gets the shorter.
     static func strictest(_ a: Int64?, _ b: Int64?) -> Int64? {
-        guard let a, let b else { return nil }
+        guard let a, let b else { return a ?? b }
         return min(a, b)
     }
 }
@@ -30,10 +31,12 @@ struct GatewayRoutes: Sendable {
             requirements.body = route.body.map { body in
                 Self.handling(GatewayConfiguration.Body(mode: body.mode ?? configuration.body.mode, limit: body.limit ?? configuration.body.limit))
             }
-            requirements[UpstreamTimeout.self] = route.upstreamTimeout
+            requirements[UpstreamTimeout.self] = route.upstreamTimeout ?? configuration.upstreamTimeout
             rules.append(try RoutePolicy.Rule(route.route, requirements))
         }
-        policy = RoutePolicy(rules, fallback: RouteRequirements(signature: configuration.policy.fallback))
+        var fallback = RouteRequirements(signature: configuration.policy.fallback)
+        fallback[UpstreamTimeout.self] = configuration.upstreamTimeout
+        policy = RoutePolicy(rules, fallback: fallback)
         defaultBody = Self.handling(configuration.body)
         defaultUpstreamTimeout = .seconds(configuration.upstreamTimeout)
     }
@@ -63,7 +66,7 @@ struct RouteMiddleware: RouterMiddleware {
         var context = context
         let decision = routes.policy.decision(method: request.method, path: request.uri.path)
         context.route = decision.route
-        context.signCore.routeDecision = decision
+        context.signCore.recordRouteDecision(decision)
         return try await next(request, context)
     }
 }

@@ -25,10 +25,12 @@ public struct Refusal: Sendable, Equatable {
     }
 
     /// A refusal with the header fields and problem members of the flow that refuses (a
-    /// challenge's parameters in a 428, say; SPEC §7.1, §7.3). Refuses (`invalidConfiguration`)
-    /// a field the refusal sets itself and a member of SPEC §7.1's, which keep their meaning.
+    /// challenge's parameters in a 428, a `Retry-After` on a 429; SPEC §7.1, §7.3). Refuses
+    /// (`invalidConfiguration`) a field the refusal sets itself, a field that frames the message,
+    /// and a member of SPEC §7.1's, which keep their meaning.
     public init(_ error: SignCoreError, retryAfter: Int = 1, fields: HTTPFields, members: [String: ProblemValue] = [:]) throws(SignCoreError) {
-        if let taken = fields.first(where: { Self.ownFields.contains($0.name) }) {
+        let own = error.code.status == 503 ? Self.ownFields : Self.ownFields.subtracting([.retryAfter])
+        if let taken = fields.first(where: { own.contains($0.name) || Self.framingFields.contains($0.name) }) {
             throw SignCoreError(.invalidConfiguration, "a refusal sets the \(taken.name.canonicalName) field itself")
         }
         if let taken = members.keys.first(where: { Self.ownMembers.contains($0) }) {
@@ -55,6 +57,8 @@ public struct Refusal: Sendable, Equatable {
 
     /// The fields every refusal may set (SPEC §7.1).
     static let ownFields: Set<HTTPField.Name> = [.contentType, .cacheControl, errorField, .wwwAuthenticate, .retryAfter]
+    /// The fields that frame a message, the server's alone.
+    static let framingFields: Set<HTTPField.Name> = [.contentLength, .transferEncoding, .connection]
     /// The members of every refusal's problem (SPEC §7.1).
     public static let ownMembers: Set<String> = ["type", "title", "status", "detail", "code", "name", "advice", "retryable", "keyID"]
 

@@ -70,13 +70,21 @@ public struct RoutePolicy: Sendable, Equatable {
         }
     }
 
-    public var rules: [Rule]
+    public var rules: [Rule] { didSet { setsFlowRequirements = Self.setsFlowRequirements(rules, fallback) } }
     /// What every request no rule matches gets.
-    public var fallback: RouteRequirements
+    public var fallback: RouteRequirements { didSet { setsFlowRequirements = Self.setsFlowRequirements(rules, fallback) } }
+    /// Whether a rule or the fallback sets a flow's requirement: then every reading of a path is
+    /// read, to meet the strictest of each (else reading stops once `require` and two rules are found).
+    private var setsFlowRequirements: Bool
 
     public init(_ rules: [Rule] = [], fallback: RouteRequirements = .require) {
         self.rules = rules
         self.fallback = fallback
+        setsFlowRequirements = Self.setsFlowRequirements(rules, fallback)
+    }
+
+    private static func setsFlowRequirements(_ rules: [Rule], _ fallback: RouteRequirements) -> Bool {
+        (rules.map(\.requirements) + [fallback]).contains { $0 != RouteRequirements(signature: $0.signature, body: $0.body) }
     }
 
     /// Every request verified and refused when it fails.
@@ -126,6 +134,7 @@ public struct RoutePolicy: Sendable, Equatable {
                 if rule.signature.strictness > requirements.signature.strictness { route = rule.description }
                 requirements = requirements.strictest(with: rule.requirements)
             }
+            requirements.body = nil
             return Decision(requirements: requirements, route: route, ambiguous: true)
         }
         let readings = plain.map { [$0] } ?? PathPattern.readings(of: bytes)
@@ -136,9 +145,7 @@ public struct RoutePolicy: Sendable, Equatable {
         var decided = Set<String>()
         // Done once `require` is found and the path is known to read under two rules (unless a
         // flow's requirements are set, which every reading must then be read for).
-        let flowsSet = rules.contains { $0.requirements != RouteRequirements(signature: $0.signature, body: $0.requirements.body) }
-            || fallback != RouteRequirements(signature: fallback.signature, body: fallback.body)
-        for resolved in readings where flowsSet || strictest?.requirements.signature != .require || decided.count < 2 {
+        for resolved in readings where setsFlowRequirements || strictest?.requirements.signature != .require || decided.count < 2 {
             let caseMatters = patternsHaveUpperCase || resolved.contains { $0.contains { (0x41...0x5A).contains($0) } }
             for folded in caseMatters ? [false, true] : [false] {
                 let candidate = first(method, folded ? resolved.map(PathPattern.asciiLowercased) : resolved, folded: folded)
@@ -154,13 +161,12 @@ public struct RoutePolicy: Sendable, Equatable {
         let ambiguous = plain == nil
             && (decided.count > 1 || bytes.first != UInt8(ascii: "/") || PathPattern.hasTreacherousEscapes(bytes))
         if decided.count == 1 && !ambiguous { return Decision(requirements: chosen.requirements, route: chosen.route, ambiguous: false) }
-        // Read under several rules: each requirement at the strictest of them, the body handling
-        // the chosen rule's only when the path is plain (case alone told the rules apart).
-        var requirements = (all ?? chosen.requirements).strictest(with: ambiguous ? fallback : chosen.requirements)
-        var route = chosen.route
-        if ambiguous, fallback.signature.strictness > chosen.requirements.signature.strictness { route = "*" }
-        if !ambiguous { requirements.body = chosen.requirements.body }
-        if !ambiguous { requirements.signature = chosen.requirements.signature }
+        // Read under several rules: each requirement at the strictest of them (and of the fallback
+        // when ambiguous), the body handling the chosen rule's only when the path is plain (case
+        // alone told the rules apart).
+        var requirements = all ?? chosen.requirements
+        if ambiguous { requirements = requirements.strictest(with: fallback) } else { requirements.body = chosen.requirements.body }
+        let route = ambiguous && fallback.signature.strictness > chosen.requirements.signature.strictness ? "*" : chosen.route
         return Decision(requirements: requirements, route: route, ambiguous: ambiguous)
     }
 

@@ -65,6 +65,10 @@ extension HTTPRequest {
         }
         let afterScheme = url[separator.upperBound...]
         let pathStart = afterScheme.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? afterScheme.endIndex
+        // A user part would be signed, kept as the origin's name, and sent: a password never is.
+        guard !afterScheme[..<pathStart].contains("@") else {
+            throw SignCoreError(.invalidURL, "the request's URL has a user part; credentials go in a header field")
+        }
         let path = afterScheme[pathStart...]
         self.init(method: method, scheme: String(url[..<separator.lowerBound]), authority: String(afterScheme[..<pathStart]),
                   path: path.hasPrefix("/") ? String(path) : "/" + path, headerFields: headerFields)

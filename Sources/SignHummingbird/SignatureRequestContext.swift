@@ -25,13 +25,20 @@ public struct SignCoreContext: Sendable {
     public var verdict: SignatureVerdict = .unchecked
     /// The route policy's decision, when a middleware before `SignatureMiddleware` made it with
     /// the same policy (signd's does), so that it is made once; nil and the middleware decides.
-    public var routeDecision: RoutePolicy.Decision?
+    /// Set only through `recordRouteDecision` (SPI): a decision the middleware trusts is never
+    /// one any middleware before it could write.
+    public internal(set) var routeDecision: RoutePolicy.Decision?
     /// The address of the client that made the request (the TCP peer's, or the one a trusted
     /// proxy reports), as text; nil until a middleware established it.
     public var clientAddress: String?
     private var values: [ObjectIdentifier: any Sendable] = [:]
 
     public init() {}
+
+    /// Records the decision `SignatureMiddleware` then takes as its own: for a middleware that
+    /// decides with the very policy the signature middleware has (signd's `RouteMiddleware`).
+    @_spi(SignCoreTools)
+    public mutating func recordRouteDecision(_ decision: RoutePolicy.Decision) { routeDecision = decision }
 
     /// A fact a flow adds (an attestation, a device), under a key type of its own.
     public subscript<Key: SignCoreContextKey>(_ key: Key.Type) -> Key.Value? {

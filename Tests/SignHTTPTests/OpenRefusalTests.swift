@@ -28,12 +28,25 @@ import Testing
             + #""title":"Precondition Required","type":"about:blank"}"#)
 
         // What every refusal sets keeps its meaning: a flow cannot set it.
-        var taken = HTTPFields()
-        taken[.retryAfter] = "0"
-        #expect(throws: SignCoreError.self) { try Refusal(error, fields: taken) }
+        for own in [HTTPField.Name.contentType, .cacheControl, Refusal.errorField, .wwwAuthenticate] {
+            var taken = HTTPFields()
+            taken[own] = "x"
+            #expect(throws: SignCoreError.self) { try Refusal(error, fields: taken) }
+        }
         for member in Refusal.ownMembers {
             #expect(throws: SignCoreError.self) { try Refusal(error, fields: HTTPFields(), members: [member: .boolean(true)]) }
         }
+        for framing in [HTTPField.Name.contentLength, .transferEncoding, .connection] {
+            var fields = HTTPFields()
+            fields[framing] = "0"
+            #expect(throws: SignCoreError.self) { try Refusal(error, fields: fields) }
+        }
+        // A flow's 429 may ask the client to wait; a 503's Retry-After is the refusal's own.
+        let slowDown = SignCoreError.Code(120, "rateLimited", advice: .retryLater, status: 429)
+        var wait = HTTPFields()
+        wait[.retryAfter] = "30"
+        #expect(try Refusal(SignCoreError(slowDown, "too many requests"), fields: wait).response.headerFields[.retryAfter] == "30")
+        #expect(throws: SignCoreError.self) { try Refusal(SignCoreError(.overloaded, "full"), fields: wait) }
         // SignCore's own refusals are unchanged by the open form (refusal.json pins them).
         let replayed = SignCoreError(.replayed, "the nonce was already used")
         #expect(try Refusal(replayed, fields: HTTPFields()) == Refusal(replayed))

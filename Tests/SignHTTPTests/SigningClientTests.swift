@@ -77,6 +77,23 @@ import Testing
         #expect(tokens.count == 3, "every attempt signed afresh")
     }
 
+    /// A 503 is sent again only when nothing can have been done twice: a verifier's own refusal
+    /// (overloaded, unavailable), or an idempotent method; an upstream's 503 of a POST is delivered.
+    @Test func a503OfAPostIsRetriedOnlyWhenTheVerifierRefusedIt() async throws {
+        let client = SigningClient(signer: try Signer(key: Self.key))
+        let bare = HTTPResponse(status: .serviceUnavailable, headerFields: [.retryAfter: "0"])
+        var refusal = Refusal(SignCoreError(.unavailable, "the replay store could not record the nonce"), retryAfter: 0).response
+        refusal.headerFields[.retryAfter] = "0"
+        for (method, response, attempts) in [(HTTPRequest.Method.post, bare, 1), (.post, refusal, 2), (.patch, bare, 1), (.put, bare, 2),
+                                             (.get, bare, 2), (.delete, bare, 2)] {
+            let transport = ScriptedTransport([(response, [])])
+            var request = request()
+            request.method = method
+            _ = try await client.send(request, bodyWHash: WHash.ofEmptyBody, through: transport)
+            #expect(transport.sent.count == attempts, "\(method) \(response.headerFields[Refusal.errorField] ?? "bare")")
+        }
+    }
+
     @Test func aPolicyReadsTheBodySetsAFieldAndKeepsStateForTheOrigin() async throws {
         let challenge = HTTPResponse(status: HTTPResponse.Status(code: 428))
         let transport = ScriptedTransport([(challenge, [Array("ab".utf8), Array("c".utf8)]),
@@ -86,14 +103,14 @@ import Testing
                                    policies: [ChallengePolicy(), RetryPolicy()])
         let (response, body) = try await client.send(request(), bodyWHash: WHash.ofEmptyBody, through: transport)
         #expect(response.status == .ok && body == [Array("done".utf8)])
-        #expect(transport.sent.map { $0.headerFields[ChallengePolicy.answer] } == [nil, "cba", "cba"], "set on every later attempt")
+        #expect(transport.sent.map { $0.headerFields[ChallengePolicy.answer] } == [nil, "cba", nil], "set on the next attempt only")
         #expect(try client.originState(for: request())[ChallengePolicy.Solved.self] == "cba")
         #expect(try client.originState(for: request("API.example.com"))[ChallengePolicy.Solved.self] == "cba", "origins are case-blind")
         #expect(try client.originState(for: request("other.example.com"))[ChallengePolicy.Solved.self] == nil)
 
-        // The answer is covered by the signature: a verifier requiring it accepts the last attempt.
+        // The answer is covered by the signature: a verifier accepts the attempt that carried it.
         let verifier = try Verifier(keys: KeySet([Self.key]), replayGuard: InMemoryReplayGuard(capacity: 1000, maxShare: 1))
-        var received = transport.sent[2]
+        var received = transport.sent[1]
         received.scheme = nil
         let verified = try await verifier.verify(ReceivedRequest(received, origin: ServerOrigin(scheme: "https")))
         #expect(verified.keyID == "client-test")
@@ -159,11 +176,12 @@ import Testing
         for (url, authority, path) in [("https://api.example.com/a?b#c", "api.example.com", "/a?b#c"),
                                        ("http://[::1]:8080", "[::1]:8080", "/"),
                                        ("https://h?q=1", "h", "/?q=1"),
-                                       ("https://u@h/p", "u@h", "/p")] {
+                                       ("https://h/p@q", "h", "/p@q")] {
             let request = try HTTPRequest(method: .get, urlString: url)
             #expect(request.authority == authority && request.path == path, "\(url)")
         }
         #expect(throws: SignCoreError.self) { try HTTPRequest(method: .get, urlString: "/relative") }
         #expect(throws: SignCoreError.self) { try HTTPRequest(method: .get, urlString: "://h/") }
+        #expect(throws: SignCoreError.self) { try HTTPRequest(method: .get, urlString: "https://user:secret@h/p") }
     }
 }

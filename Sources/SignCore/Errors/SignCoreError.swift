@@ -38,10 +38,22 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         public let status: Int
         private let nameText: StaticString
 
-        /// A code of a flow outside SignCore's SPEC §7 table: `rawValue` in the range reserved for
-        /// it, a lowerCamelCase `name` unique among codes, its advice and refusal status.
+        /// A code of a flow outside SignCore's SPEC §7 table: `rawValue` in a range SPEC §7.3
+        /// reserves for flows (80-159) or for a deployment (900-999), a lowerCamelCase `name` (ASCII
+        /// letters and digits) unique among codes, its advice and a refusal status of 400-599.
+        /// Anything else is a programming error, stopped where the code is defined: a refusal with
+        /// it would not be SPEC §7.1's.
         public init(_ rawValue: Int, _ name: StaticString, advice: Advice, status: Int) {
-            self.rawValue = rawValue
+            precondition(Range.challengesAndAttestation.lowerBound...Range.httpMessageSignatures.upperBound ~= rawValue
+                || Range.deployment ~= rawValue, "a flow's code is numbered in a range SPEC §7.3 reserves for flows")
+            precondition((400...599).contains(status), "a refusal's status is 400-599")
+            precondition(Advice.isToken(name.description), "a code's name is lowerCamelCase ASCII letters and digits")
+            self.init(number: rawValue, name, advice: advice, status: status)
+        }
+
+        /// SPEC §7's own codes.
+        private init(number: Int, _ name: StaticString, advice: Advice, status: Int) {
+            rawValue = number
             nameText = name
             self.advice = advice
             self.status = status
@@ -52,41 +64,41 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         public var description: String { "\(name) (\(rawValue))" }
 
         // Token and header syntax
-        public static let malformedToken = Code(1, "malformedToken", advice: .reSign, status: 401)
-        public static let unsupportedVersion = Code(2, "unsupportedVersion", advice: .updateClient, status: 401)
-        public static let missingHeader = Code(3, "missingHeader", advice: .reSign, status: 401)
-        public static let headerTooLarge = Code(4, "headerTooLarge", advice: .reSign, status: 431)
+        public static let malformedToken = Code(number: 1, "malformedToken", advice: .reSign, status: 401)
+        public static let unsupportedVersion = Code(number: 2, "unsupportedVersion", advice: .updateClient, status: 401)
+        public static let missingHeader = Code(number: 3, "missingHeader", advice: .reSign, status: 401)
+        public static let headerTooLarge = Code(number: 4, "headerTooLarge", advice: .reSign, status: 431)
         // Keys and signatures
-        public static let unknownKey = Code(10, "unknownKey", advice: .refreshKeys, status: 401)
-        public static let algorithmMismatch = Code(11, "algorithmMismatch", advice: .refreshKeys, status: 401)
-        public static let badSignature = Code(12, "badSignature", advice: .reSign, status: 401)
-        public static let invalidKey = Code(13, "invalidKey", advice: .fixConfiguration, status: 500)
+        public static let unknownKey = Code(number: 10, "unknownKey", advice: .refreshKeys, status: 401)
+        public static let algorithmMismatch = Code(number: 11, "algorithmMismatch", advice: .refreshKeys, status: 401)
+        public static let badSignature = Code(number: 12, "badSignature", advice: .reSign, status: 401)
+        public static let invalidKey = Code(number: 13, "invalidKey", advice: .fixConfiguration, status: 500)
         // Time and freshness
-        public static let expired = Code(20, "expired", advice: .resyncClock, status: 401)
-        public static let notYetValid = Code(21, "notYetValid", advice: .resyncClock, status: 401)
-        public static let lifetimeTooLong = Code(22, "lifetimeTooLong", advice: .fixConfiguration, status: 401)
-        public static let replayed = Code(23, "replayed", advice: .reSign, status: 401)
-        public static let overloaded = Code(24, "overloaded", advice: .retryLater, status: 503)
-        public static let unavailable = Code(25, "unavailable", advice: .retryLater, status: 503)
+        public static let expired = Code(number: 20, "expired", advice: .resyncClock, status: 401)
+        public static let notYetValid = Code(number: 21, "notYetValid", advice: .resyncClock, status: 401)
+        public static let lifetimeTooLong = Code(number: 22, "lifetimeTooLong", advice: .fixConfiguration, status: 401)
+        public static let replayed = Code(number: 23, "replayed", advice: .reSign, status: 401)
+        public static let overloaded = Code(number: 24, "overloaded", advice: .retryLater, status: 503)
+        public static let unavailable = Code(number: 25, "unavailable", advice: .retryLater, status: 503)
         // Binding to the request
-        public static let whashMismatch = Code(30, "whashMismatch", advice: .reSign, status: 401)
-        public static let targetMismatch = Code(31, "targetMismatch", advice: .reSign, status: 401)
-        public static let headerNotCovered = Code(32, "headerNotCovered", advice: .reSign, status: 401)
+        public static let whashMismatch = Code(number: 30, "whashMismatch", advice: .reSign, status: 401)
+        public static let targetMismatch = Code(number: 31, "targetMismatch", advice: .reSign, status: 401)
+        public static let headerNotCovered = Code(number: 32, "headerNotCovered", advice: .reSign, status: 401)
         // Request input
-        public static let unsupportedMethod = Code(40, "unsupportedMethod", advice: .fixRequest, status: 400)
-        public static let invalidURL = Code(41, "invalidURL", advice: .fixRequest, status: 400)
-        public static let invalidInput = Code(42, "invalidInput", advice: .fixRequest, status: 400)
-        public static let bodyTooLarge = Code(43, "bodyTooLarge", advice: .fixRequest, status: 413)
-        public static let unexpectedBody = Code(44, "unexpectedBody", advice: .fixRequest, status: 400)
-        public static let invalidHeader = Code(45, "invalidHeader", advice: .fixRequest, status: 400)
+        public static let unsupportedMethod = Code(number: 40, "unsupportedMethod", advice: .fixRequest, status: 400)
+        public static let invalidURL = Code(number: 41, "invalidURL", advice: .fixRequest, status: 400)
+        public static let invalidInput = Code(number: 42, "invalidInput", advice: .fixRequest, status: 400)
+        public static let bodyTooLarge = Code(number: 43, "bodyTooLarge", advice: .fixRequest, status: 413)
+        public static let unexpectedBody = Code(number: 44, "unexpectedBody", advice: .fixRequest, status: 400)
+        public static let invalidHeader = Code(number: 45, "invalidHeader", advice: .fixRequest, status: 400)
         // Local failures
-        public static let cryptoFailure = Code(50, "cryptoFailure", advice: .retryLater, status: 500)
+        public static let cryptoFailure = Code(number: 50, "cryptoFailure", advice: .retryLater, status: 500)
         // Configuration
-        public static let invalidConfiguration = Code(60, "invalidConfiguration", advice: .fixConfiguration, status: 500)
+        public static let invalidConfiguration = Code(number: 60, "invalidConfiguration", advice: .fixConfiguration, status: 500)
         // The service behind a gateway (SPEC §7.1: 502 and 504). The request was verified and
         // may have reached it: a client repeats only what is safe to repeat, signed afresh.
-        public static let upstreamFailed = Code(70, "upstreamFailed", advice: .retryLater, status: 502)
-        public static let upstreamTimeout = Code(71, "upstreamTimeout", advice: .retryLater, status: 504)
+        public static let upstreamFailed = Code(number: 70, "upstreamFailed", advice: .retryLater, status: 502)
+        public static let upstreamTimeout = Code(number: 71, "upstreamTimeout", advice: .retryLater, status: 504)
 
         /// The codes of SPEC §7's table, in number order.
         public static let allCases: [Code] = [
@@ -123,7 +135,7 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
 
     /// The client's next step for a failure (SPEC §7): a token, with whether sending the request
     /// again can succeed once it is followed. A flow adds its own as static members; a client
-    /// that meets one it does not know treats it as its `retryable` flag says (SPEC §7).
+    /// that meets one it does not know does not send the request again by itself (SPEC §7.2).
     public struct Advice: Hashable, Sendable, CustomStringConvertible {
         /// The wire token, as in `signcore-error` and the problem's `advice` member.
         public var rawValue: String { token.description }
@@ -131,9 +143,18 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
         public let isRetryable: Bool
         private let token: StaticString
 
+        /// `token`: lowerCamelCase ASCII letters and digits (an RFC 8941 token every client reads).
         public init(_ token: StaticString, isRetryable: Bool) {
+            precondition(Self.isToken(token.description), "an advice is lowerCamelCase ASCII letters and digits")
             self.token = token
             self.isRetryable = isRetryable
+        }
+
+        /// `[a-z][A-Za-z0-9]*`, at most 64 bytes: the names and advice of SPEC §7.
+        static func isToken(_ text: String) -> Bool {
+            let bytes = Array(text.utf8)
+            guard let first = bytes.first, (0x61...0x7A).contains(first), bytes.count <= 64 else { return false }
+            return bytes.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
         }
 
         public static func == (lhs: Advice, rhs: Advice) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }

@@ -25,8 +25,10 @@ public enum ExchangeDecision: Sendable {
     /// the caller's.
     case deliver
     /// Drop the response and send the request again after `delay`, signed afresh, with each
-    /// field of `fields` set on it and on every later attempt (replacing the request's fields of
-    /// its name). The client's `maxAttempts` bounds the attempts whatever the policies say.
+    /// field of `setting` set on that attempt only (replacing the request's fields of its name):
+    /// a single-use answer is never sent twice, and a policy that keeps a value for every
+    /// request of an origin sets it again from `OriginState`. The client's `maxAttempts` bounds
+    /// the attempts whatever the policies say.
     case retry(after: Duration, setting: HTTPFields = HTTPFields())
     /// Drop the response and throw this error.
     case fail(SignCoreError)

@@ -1,9 +1,9 @@
 import HTTPTypes
 import SignCore
 
-/// When a client sends a signed request again (SPEC §7.1): only when the server could not decide
-/// (503, the replay guard or a store unavailable), after its `Retry-After` when that is short
-/// enough, and every attempt signed afresh (a resent token would be a replay). A refusal of the
+/// When a client sends a signed request again (SPEC §7.1): only a 503 (the replay guard or a store
+/// unavailable; another 503 only for an idempotent method), after its `Retry-After` when that is
+/// short enough, and every attempt signed afresh (a resent token would be a replay). A refusal of the
 /// signature itself (401) is never retried blindly: signing the same request again gives the same
 /// verdict. Transport errors are the caller's: a POST that may have arrived is not resent. The
 /// first policy of a `SigningClient`.
@@ -39,9 +39,17 @@ public struct RetryPolicy: ExchangePolicy, Equatable {
         return delay <= maxDelay ? delay : nil
     }
 
-    /// Retries a 503 as `delay` says, with no field added.
+    /// Retries a 503 as `delay` says, with no field added, when the request cannot have been
+    /// acted on twice: the verifier refused it before anything went on (`overloaded`,
+    /// `unavailable`, SPEC §7.1), or its method is idempotent (RFC 9110 §9.2.2). Another 503 (an
+    /// upstream's own, behind a gateway) of a POST or PATCH is delivered: it may have been acted on.
     public func decide(_ exchange: Exchange) async -> ExchangeDecision {
-        delay(status: exchange.response.status.code, retryAfter: exchange.response.headerFields[.retryAfter],
-              attempt: exchange.attempt).map { .retry(after: $0) } ?? .deliver
+        let undecided = ReceivedRefusal(exchange.response).map { $0.code == .overloaded || $0.code == .unavailable } ?? false
+        guard undecided || Self.idempotent.contains(exchange.request.method) else { return .deliver }
+        return delay(status: exchange.response.status.code, retryAfter: exchange.response.headerFields[.retryAfter],
+                     attempt: exchange.attempt).map { .retry(after: $0) } ?? .deliver
     }
+
+    /// RFC 9110 §9.2.2.
+    static let idempotent: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
 }

@@ -1,4 +1,5 @@
 import HTTPTypes
+@_spi(SignCoreTools) import SignCore
 
 /// How a `SigningClient` reaches the network: one attempt of a request, already signed, sent as
 /// it is, and its response. The adapters (URLSession, AsyncHTTPClient, the OpenAPI middleware)
@@ -24,14 +25,16 @@ public protocol SignedTransport {
 
 /// A body's chunks read so far by a peek, then the rest of the same iteration: what a streamed
 /// response body becomes after the policies have seen its start. It is iterated once, by the
-/// one caller the body is delivered to, as the body it stands for would have been.
+/// one caller the body is delivered to, as the body it stands for would have been; a second
+/// iteration throws at once rather than share the chunks.
 public struct PeekedChunks<Base: AsyncIteratorProtocol>: AsyncSequence, @unchecked Sendable {
     public typealias Element = Base.Element
     private let state: State
 
     /// Reads chunks of `body` until more than `limit` bytes or its end; `count` gives a
     /// chunk's size and `bytes` its first bytes. Returns at most `limit` bytes, whether the
-    /// body ended within them, and the chunks again followed by the rest.
+    /// body ended within them, and the chunks again followed by the rest. A failure while
+    /// reading is thrown (the body is then lost, as a failed transfer is).
     public static func peek<Body: AsyncSequence>(_ body: Body, upTo limit: Int, count: (Element) -> Int,
                                                  bytes: (Element, Int) -> [UInt8]) async throws
         -> (bytes: [UInt8], isComplete: Bool, chunks: PeekedChunks<Body.AsyncIterator>) where Body.AsyncIterator == Base {
@@ -52,28 +55,43 @@ public struct PeekedChunks<Base: AsyncIteratorProtocol>: AsyncSequence, @uncheck
 
     private init(state: State) { self.state = state }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(state: state) }
+    public func makeAsyncIterator() -> Iterator { Iterator(state: state.claim() ? state : nil) }
 
     public struct Iterator: AsyncIteratorProtocol {
-        fileprivate let state: State
-        public mutating func next() async throws -> Element? { try await state.next() }
+        fileprivate let state: State?
+        public mutating func next() async throws -> Element? {
+            guard let state else { throw SignCoreError(.invalidInput, "a response body is read once") }
+            return try await state.next()
+        }
     }
 
     /// Shared by reference so the sequence can be `Sendable` as the libraries' body types must
-    /// be; only the one iteration of the delivered body reads it.
+    /// be; only the one iterator that claimed it reads it, one `next` at a time.
     fileprivate final class State {
-        var read: [Element]
-        var rest: Base?
+        private let claimed = Locked(false)
+        private var read: [Element]
+        private var position = 0
+        private var rest: Base?
+
         init(read: [Element], rest: Base?) {
             self.read = read
             self.rest = rest
         }
 
+        /// True for the first iterator only.
+        func claim() -> Bool { claimed.withLock { claimed in defer { claimed = true }; return !claimed } }
+
         func next() async throws -> Element? {
-            if !read.isEmpty { return read.removeFirst() }
+            if position < read.count {
+                defer { position += 1 }
+                return read[position]
+            }
+            read = []
+            // Taken out while it runs: a failed read leaves nothing to read again.
             guard var iterator = rest else { return nil }
+            rest = nil
             let chunk = try await iterator.next()
-            rest = chunk == nil ? nil : iterator
+            if chunk != nil { rest = iterator }
             return chunk
         }
     }

@@ -66,10 +66,11 @@ public final class SigningClient: Sendable {
     public func send<Transport: SignedTransport>(_ request: HTTPRequest, bodyWHash: SHA256Digest, through transport: Transport)
         async throws -> (HTTPResponse, Transport.ResponseBody) {
         let origin = try originState(for: request)
-        var request = request
+        var fields = HTTPFields()  // what the last decision set, for this attempt only
         var attempt = 1
         while true {
             var signed = request
+            Self.set(fields, on: &signed)
             try await signer.signAsync(&signed, bodyWHash: bodyWHash, names: names)
             var (response, body) = try await transport.send(signed)
             let limit = min(Self.maxBodyLimit, policies.map { $0.bodyLimit(for: response) }.max() ?? 0)
@@ -87,11 +88,11 @@ public final class SigningClient: Sendable {
             switch decision {
             case .deliver:
                 return (response, body)
-            case .retry(let delay, let fields):
+            case .retry(let delay, let setting):
                 guard attempt < maxAttempts else { return (response, body) }
                 await transport.discard(body)
                 try await Task.sleep(for: delay)
-                Self.set(fields, on: &request)
+                fields = setting
                 attempt += 1
             case .fail(let error):
                 await transport.discard(body)
