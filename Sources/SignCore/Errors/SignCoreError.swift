@@ -31,74 +31,127 @@ public struct SignCoreError: Error, Hashable, Sendable, CustomStringConvertible 
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: Int
         /// The stable wire name (lowerCamelCase ASCII), as used in vectors and logs.
-        public var name: String { nameText.description }
+        public var name: String { info.name.description }
         /// What the client should do about it.
-        public let advice: Advice
+        public var advice: Advice { info.advice }
         /// The HTTP status of a refusal with this code (SPEC §7.1).
-        public let status: Int
-        private let nameText: StaticString
+        public var status: Int { info.status }
 
         /// A code of a flow outside SignCore's SPEC §7 table: `rawValue` in a range SPEC §7.3
         /// reserves for flows (80-159) or for a deployment (900-999), a lowerCamelCase `name` (ASCII
         /// letters and digits) unique among codes, its advice and a refusal status of 400-599.
-        /// Anything else is a programming error, stopped where the code is defined: a refusal with
-        /// it would not be SPEC §7.1's.
+        /// Anything else, and a number defined twice with another meaning, is a programming error,
+        /// stopped where the code is defined: a refusal with it would not be SPEC §7.1's.
         public init(_ rawValue: Int, _ name: StaticString, advice: Advice, status: Int) {
             precondition(Range.challengesAndAttestation.lowerBound...Range.httpMessageSignatures.upperBound ~= rawValue
                 || Range.deployment ~= rawValue, "a flow's code is numbered in a range SPEC §7.3 reserves for flows")
             precondition((400...599).contains(status), "a refusal's status is 400-599")
             precondition(Advice.isToken(name.description), "a code's name is lowerCamelCase ASCII letters and digits")
-            self.init(number: rawValue, name, advice: advice, status: status)
+            let info = Info(name: name, advice: advice, status: status)
+            Self.flowCodes.definitions.withLock { definitions in
+                if let defined = definitions[rawValue] {
+                    precondition(defined == info, "code \(rawValue) is defined twice, with another name, advice or status")
+                }
+                definitions[rawValue] = info
+            }
+            self.rawValue = rawValue
         }
 
         /// SPEC §7's own codes.
-        private init(number: Int, _ name: StaticString, advice: Advice, status: Int) {
-            rawValue = number
-            nameText = name
-            self.advice = advice
-            self.status = status
-        }
+        private init(number: Int) { rawValue = number }
 
-        public static func == (lhs: Code, rhs: Code) -> Bool { lhs.rawValue == rhs.rawValue }
-        public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
         public var description: String { "\(name) (\(rawValue))" }
 
+        /// A code's meaning, held apart from the code (a number, so that an error stays small
+        /// on every throwing path): SPEC §7's table in code, flows' codes as they define them.
+        struct Info: Equatable {
+            let name: StaticString
+            let advice: Advice
+            let status: Int
+
+            static func == (a: Info, b: Info) -> Bool {
+                a.name.description == b.name.description && a.advice == b.advice && a.advice.isRetryable == b.advice.isRetryable
+                    && a.status == b.status
+            }
+        }
+
+        /// The codes flows defined, by number.
+        private final class FlowCodes: Sendable {
+            let definitions = Locked<[Int: Info]>([:])
+        }
+        private static let flowCodes = FlowCodes()
+
+        private var info: Info {
+            switch rawValue {
+            case 1: Info(name: "malformedToken", advice: .reSign, status: 401)
+            case 2: Info(name: "unsupportedVersion", advice: .updateClient, status: 401)
+            case 3: Info(name: "missingHeader", advice: .reSign, status: 401)
+            case 4: Info(name: "headerTooLarge", advice: .reSign, status: 431)
+            case 10: Info(name: "unknownKey", advice: .refreshKeys, status: 401)
+            case 11: Info(name: "algorithmMismatch", advice: .refreshKeys, status: 401)
+            case 12: Info(name: "badSignature", advice: .reSign, status: 401)
+            case 13: Info(name: "invalidKey", advice: .fixConfiguration, status: 500)
+            case 20: Info(name: "expired", advice: .resyncClock, status: 401)
+            case 21: Info(name: "notYetValid", advice: .resyncClock, status: 401)
+            case 22: Info(name: "lifetimeTooLong", advice: .fixConfiguration, status: 401)
+            case 23: Info(name: "replayed", advice: .reSign, status: 401)
+            case 24: Info(name: "overloaded", advice: .retryLater, status: 503)
+            case 25: Info(name: "unavailable", advice: .retryLater, status: 503)
+            case 30: Info(name: "whashMismatch", advice: .reSign, status: 401)
+            case 31: Info(name: "targetMismatch", advice: .reSign, status: 401)
+            case 32: Info(name: "headerNotCovered", advice: .reSign, status: 401)
+            case 40: Info(name: "unsupportedMethod", advice: .fixRequest, status: 400)
+            case 41: Info(name: "invalidURL", advice: .fixRequest, status: 400)
+            case 42: Info(name: "invalidInput", advice: .fixRequest, status: 400)
+            case 43: Info(name: "bodyTooLarge", advice: .fixRequest, status: 413)
+            case 44: Info(name: "unexpectedBody", advice: .fixRequest, status: 400)
+            case 45: Info(name: "invalidHeader", advice: .fixRequest, status: 400)
+            case 50: Info(name: "cryptoFailure", advice: .retryLater, status: 500)
+            case 60: Info(name: "invalidConfiguration", advice: .fixConfiguration, status: 500)
+            case 70: Info(name: "upstreamFailed", advice: .retryLater, status: 502)
+            case 71: Info(name: "upstreamTimeout", advice: .retryLater, status: 504)
+            default:
+                // Every Code is made by an initializer that defined it.
+                Self.flowCodes.definitions.withLock { $0[rawValue] } ?? Info(name: "undefinedCode", advice: .fixRequest, status: 500)
+            }
+        }
+
         // Token and header syntax
-        public static let malformedToken = Code(number: 1, "malformedToken", advice: .reSign, status: 401)
-        public static let unsupportedVersion = Code(number: 2, "unsupportedVersion", advice: .updateClient, status: 401)
-        public static let missingHeader = Code(number: 3, "missingHeader", advice: .reSign, status: 401)
-        public static let headerTooLarge = Code(number: 4, "headerTooLarge", advice: .reSign, status: 431)
+        public static let malformedToken = Code(number: 1)
+        public static let unsupportedVersion = Code(number: 2)
+        public static let missingHeader = Code(number: 3)
+        public static let headerTooLarge = Code(number: 4)
         // Keys and signatures
-        public static let unknownKey = Code(number: 10, "unknownKey", advice: .refreshKeys, status: 401)
-        public static let algorithmMismatch = Code(number: 11, "algorithmMismatch", advice: .refreshKeys, status: 401)
-        public static let badSignature = Code(number: 12, "badSignature", advice: .reSign, status: 401)
-        public static let invalidKey = Code(number: 13, "invalidKey", advice: .fixConfiguration, status: 500)
+        public static let unknownKey = Code(number: 10)
+        public static let algorithmMismatch = Code(number: 11)
+        public static let badSignature = Code(number: 12)
+        public static let invalidKey = Code(number: 13)
         // Time and freshness
-        public static let expired = Code(number: 20, "expired", advice: .resyncClock, status: 401)
-        public static let notYetValid = Code(number: 21, "notYetValid", advice: .resyncClock, status: 401)
-        public static let lifetimeTooLong = Code(number: 22, "lifetimeTooLong", advice: .fixConfiguration, status: 401)
-        public static let replayed = Code(number: 23, "replayed", advice: .reSign, status: 401)
-        public static let overloaded = Code(number: 24, "overloaded", advice: .retryLater, status: 503)
-        public static let unavailable = Code(number: 25, "unavailable", advice: .retryLater, status: 503)
+        public static let expired = Code(number: 20)
+        public static let notYetValid = Code(number: 21)
+        public static let lifetimeTooLong = Code(number: 22)
+        public static let replayed = Code(number: 23)
+        public static let overloaded = Code(number: 24)
+        public static let unavailable = Code(number: 25)
         // Binding to the request
-        public static let whashMismatch = Code(number: 30, "whashMismatch", advice: .reSign, status: 401)
-        public static let targetMismatch = Code(number: 31, "targetMismatch", advice: .reSign, status: 401)
-        public static let headerNotCovered = Code(number: 32, "headerNotCovered", advice: .reSign, status: 401)
+        public static let whashMismatch = Code(number: 30)
+        public static let targetMismatch = Code(number: 31)
+        public static let headerNotCovered = Code(number: 32)
         // Request input
-        public static let unsupportedMethod = Code(number: 40, "unsupportedMethod", advice: .fixRequest, status: 400)
-        public static let invalidURL = Code(number: 41, "invalidURL", advice: .fixRequest, status: 400)
-        public static let invalidInput = Code(number: 42, "invalidInput", advice: .fixRequest, status: 400)
-        public static let bodyTooLarge = Code(number: 43, "bodyTooLarge", advice: .fixRequest, status: 413)
-        public static let unexpectedBody = Code(number: 44, "unexpectedBody", advice: .fixRequest, status: 400)
-        public static let invalidHeader = Code(number: 45, "invalidHeader", advice: .fixRequest, status: 400)
+        public static let unsupportedMethod = Code(number: 40)
+        public static let invalidURL = Code(number: 41)
+        public static let invalidInput = Code(number: 42)
+        public static let bodyTooLarge = Code(number: 43)
+        public static let unexpectedBody = Code(number: 44)
+        public static let invalidHeader = Code(number: 45)
         // Local failures
-        public static let cryptoFailure = Code(number: 50, "cryptoFailure", advice: .retryLater, status: 500)
+        public static let cryptoFailure = Code(number: 50)
         // Configuration
-        public static let invalidConfiguration = Code(number: 60, "invalidConfiguration", advice: .fixConfiguration, status: 500)
+        public static let invalidConfiguration = Code(number: 60)
         // The service behind a gateway (SPEC §7.1: 502 and 504). The request was verified and
         // may have reached it: a client repeats only what is safe to repeat, signed afresh.
-        public static let upstreamFailed = Code(number: 70, "upstreamFailed", advice: .retryLater, status: 502)
-        public static let upstreamTimeout = Code(number: 71, "upstreamTimeout", advice: .retryLater, status: 504)
+        public static let upstreamFailed = Code(number: 70)
+        public static let upstreamTimeout = Code(number: 71)
 
         /// The codes of SPEC §7's table, in number order.
         public static let allCases: [Code] = [
