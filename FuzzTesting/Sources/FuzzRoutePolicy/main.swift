@@ -27,17 +27,37 @@ let policies: [RoutePolicy] = [SignatureRequirement.off, .monitor, .require].map
     }
 }
 
+/// A flow's requirement on the same rules (an attestation level, say): a path must meet the
+/// highest level of any rule a reading of it falls under, whatever its signature requirement.
+enum Clearance: RouteRequirement {
+    static let defaultValue = 0
+    static func strictest(_ a: Int, _ b: Int) -> Int { max(a, b) }
+}
+let levels = [0, 3, 1, 2]  // by route, in `routes`' order; the fallback's is 0
+let leveled: RoutePolicy = {
+    do {
+        return RoutePolicy(try zip(routes, levels).map { (route, level) throws(SignCoreError) in
+            var requirements = RouteRequirements(signature: route.signature)
+            requirements[Clearance.self] = level
+            return try RoutePolicy.Rule(route.route, requirements)
+        }, fallback: .off)
+    } catch {
+        fatalError("fixed policy: \(error)")
+    }
+}()
+
 /// The same rules, read here: methods (empty for all) and pattern segments as bytes.
 struct Rule {
     var methods: [String]
     var segments: [[UInt8]]
     var signature: SignatureRequirement
+    var level: Int
 }
-let rules: [Rule] = routes.map { route, signature in
-    let parts = route.split(separator: " ")
+let rules: [Rule] = zip(routes, levels).map { route, level in
+    let parts = route.route.split(separator: " ")
     let methods = parts.count == 2 ? parts[0].split(separator: ",").map(String.init) : []
     return Rule(methods: methods, segments: parts.last!.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map(Array.init),
-                signature: signature)
+                signature: route.signature, level: level)
 }
 let patternsHaveUpperCase = rules.contains { $0.segments.contains { $0.contains { (0x41...0x5A).contains($0) } } }
 
@@ -66,10 +86,11 @@ func matches(_ pattern: [[UInt8]], _ path: [[UInt8]], folded: Bool) -> Bool {
 }
 
 func requirement(_ method: String, _ path: [[UInt8]], folded: Bool, fallback: SignatureRequirement) -> SignatureRequirement {
-    for rule in rules where rule.methods.isEmpty || rule.methods.contains(method) {
-        if matches(rule.segments, path, folded: folded) { return rule.signature }
-    }
-    return fallback
+    firstRule(method, path, folded: folded)?.signature ?? fallback
+}
+
+func firstRule(_ method: String, _ path: [[UInt8]], folded: Bool) -> Rule? {
+    rules.first { ($0.methods.isEmpty || $0.methods.contains(method)) && matches($0.segments, path, folded: folded) }
 }
 
 enum Decoding: CaseIterable { case none, unreserved, allButSlash, all }
@@ -223,6 +244,18 @@ public func fuzzRoutePolicy(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         guard stricter.isEmpty else {
             Fuzz.broken("\(method.rawValue) \(path.debugDescription) gets \(given) (fallback \(policy.fallback)), but read as "
                 + stricter.prefix(3).joined(separator: "; as ") + (stricter.count > 3 ? "; and \(stricter.count - 3) more readings" : ""))
+        }
+    }
+    // A flow's requirement: at least the level of every rule a reading falls under.
+    let level = leveled.decision(method: method, path: path).requirements[Clearance.self]
+    for (segments, ways) in readings {
+        let caseMatters = patternsHaveUpperCase || segments.contains { $0.contains { (0x41...0x5A).contains($0) } }
+        for folded in caseMatters ? [false, true] : [false] {
+            let read = firstRule(method.rawValue, segments, folded: folded)?.level ?? 0
+            if read > level {
+                Fuzz.broken("\(method.rawValue) \(path.debugDescription) gets clearance \(level), but read as \(shown(segments))"
+                    + "\(folded ? " case-folded" : "") it needs \(read) (\(Reading.summary(ways)))")
+            }
         }
     }
     return 0
