@@ -12,6 +12,13 @@ public enum VectorFile {
         let data = try Data(contentsOf: directory.appendingPathComponent(name))
         return try JSONDecoder().decode(T.self, from: data)
     }
+
+    /// A key of a file's `keys`, parsed from its JWK (an empty document when the name is unknown).
+    static func key(_ jwk: [String: String]?) throws -> SigningKey {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try JWK.parseKey(String(decoding: try encoder.encode(jwk ?? [:]), as: UTF8.self))
+    }
 }
 
 /// A body as the vector files give it: `utf8`, `hex`, or a `formula`.
@@ -167,11 +174,7 @@ public struct WTokenVectors: Decodable, Sendable {
     public static let fileName = "wtoken.json"
 
     /// The named key, parsed from its JWK.
-    public func key(_ name: String) throws -> SigningKey {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return try JWK.parseKey(String(decoding: try encoder.encode(keys[name] ?? [:]), as: UTF8.self))
-    }
+    public func key(_ name: String) throws -> SigningKey { try VectorFile.key(keys[name]) }
 }
 
 /// `message.json` (SPEC §10): message signatures under a context.
@@ -212,11 +215,7 @@ public struct MessageVectors: Decodable, Sendable {
     public static let fileName = "message.json"
 
     /// The named key, parsed from its JWK.
-    public func key(_ name: String) throws -> SigningKey {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return try JWK.parseKey(String(decoding: try encoder.encode(keys[name] ?? [:]), as: UTF8.self))
-    }
+    public func key(_ name: String) throws -> SigningKey { try VectorFile.key(keys[name]) }
 }
 
 public struct JWKVectors: Decodable, Sendable {

@@ -68,12 +68,15 @@ public struct Refusal: Sendable, Equatable {
     /// verifier could not decide (retry later), 500 for the server's own faults, 502 and 504
     /// when a gateway's upstream failed or did not answer in time.
     public static func status(for code: SignCoreError.Code) -> HTTPResponse.Status {
-        let standard: [HTTPResponse.Status] = [.badRequest, .unauthorized, .forbidden, .contentTooLarge, .preconditionRequired,
-                                               .tooManyRequests, .requestHeaderFieldsTooLarge, .internalServerError, .badGateway,
-                                               .serviceUnavailable, .gatewayTimeout]
         // With its RFC 9110 reason phrase, the problem's `title`.
-        return standard.first { $0.code == code.status } ?? HTTPResponse.Status(code: code.status)
+        standardStatuses.first { $0.code == code.status } ?? HTTPResponse.Status(code: code.status)
     }
+
+    /// The statuses refusals take, each with its reason phrase (made once, not per refusal).
+    private static let standardStatuses: [HTTPResponse.Status] = [
+        .badRequest, .unauthorized, .forbidden, .contentTooLarge, .preconditionRequired, .tooManyRequests,
+        .requestHeaderFieldsTooLarge, .internalServerError, .badGateway, .serviceUnavailable, .gatewayTimeout,
+    ]
 
     /// RFC 9457 with `about:blank` (the status says what kind of problem it is) and extension
     /// members `code`, `name`, `advice`, `retryable`, for `unknownKey` `keyID`, and the flow's own.
