@@ -41,6 +41,10 @@ var core: [Target] = [
     // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
     .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types"),
                                              .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")]),
+    // Challenges, proof of work and attestation tokens (docs/ATTEST.md): wire formats and checks on
+    // SignCore alone, stores behind protocols; no server package.
+    .target(name: "SignAttest", dependencies: ["SignCore"]),
+    .testTarget(name: "SignAttestTests", dependencies: ["SignAttest", "SignCore"]),
     // Loads and checks the JSON vectors of Vectors/ (Foundation allowed: not the hot path).
     .target(name: "SignCoreVectors", dependencies: ["SignCore"]),
     .executableTarget(
@@ -143,6 +147,7 @@ let servers: [Target] = [
 var products: [Product] = [
     .library(name: "SignCore", targets: ["SignCore"]),
     .library(name: "SignHTTP", targets: ["SignHTTP"]),
+    .library(name: "SignAttest", targets: ["SignAttest"]),
     .executable(name: "signtool", targets: ["signtool"]),
 ] + (onLinux ? [.executable(name: "bench", targets: ["bench"])] : [])
 var dependencies: [Package.Dependency] = [

@@ -247,3 +247,32 @@ ptrdiff_t sc_hs256_sign_common(const sc_hmac_key *key, const sc_sha256_state *in
     parts->signature_length = 32;
     return (ptrdiff_t)sc_whash_and_token_encode(parts, rest->whash, whash48, token);
 }
+
+/* ---- A counter search for proof of work (ATTEST.md §3.2) ----------------------------------- */
+
+int sc_sha256_counter_search(const void *head, size_t head_length, uint64_t start, uint64_t count, unsigned bits,
+                             uint64_t *found) {
+    if (head_length > 47 || bits < 1 || bits > 32) return 0;
+    unsigned char block[64];
+    memset(block, 0, sizeof block);
+    memcpy(block, head, head_length);
+    block[head_length + 8] = 0x80;
+    uint64_t length_bits = __builtin_bswap64((uint64_t)(head_length + 8) * 8);
+    memcpy(block + 56, &length_bits, 8);
+    SHA256_CTX initial;
+    SHA256_Init(&initial);
+    /* The digest's first four bytes are h[0], big-endian: its top `bits` bits must be zero. */
+    uint32_t mask = bits == 32 ? 0xFFFFFFFFu : ~(0xFFFFFFFFu >> bits);
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t counter = start + i, big = __builtin_bswap64(counter);
+        memcpy(block + head_length, &big, 8);
+        SHA256_CTX ctx;
+        memcpy(ctx.h, initial.h, sizeof ctx.h);
+        SHA256_Transform(&ctx, block);
+        if ((ctx.h[0] & mask) == 0) {
+            *found = counter;
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -55,6 +55,12 @@ void sc_sha256_set_short_path(int enabled);
 int sc_sha256_short_path_measured_faster(void);
 /* SHA-256(prefix || data) in one call: the digests of SPEC §3.2 and §4.2 over a canonical URL. */
 void sc_sha256_prefixed(const void *prefix, size_t prefix_length, const void *data, size_t length, void *out32);
+/* Proof of work (ATTEST.md §3.2): the first counter c in [start, start + count) for which
+   SHA-256(head || u64(c)) has at least `bits` (1-32) leading zero bits, head 0-47 bytes so that
+   head, counter and padding fill one block: one compression per counter. Returns 1 and writes
+   *found, or 0 when no counter of the range qualifies (or the arguments are out of range). */
+int sc_sha256_counter_search(const void *head, size_t head_length, uint64_t start, uint64_t count, unsigned bits,
+                             uint64_t *found) SC_MUST_CHECK;
 
 /* SHA-256(prefix || canonical URL) of a common URL (sc_url_common, SPEC §2) in one pass: the
    canonical form is written right after the prefix and hashed where it lies, its padding added in

@@ -48,6 +48,11 @@ protocol CryptoBackendProtocol {
     /// (`HMACSHA256`, `HMACSHA512`); whatever the key leaves in memory is wiped.
     static func hmacSHA256(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
     static func hmacSHA512(key: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into tag: UnsafeMutableRawBufferPointer)
+
+    /// The first counter of `counters` for which SHA-256(head || u64(counter)) has at least
+    /// `leadingZeroBits` (1-32) leading zero bits; `head` is at most 47 bytes, so each try is one
+    /// compression block (`SHA256CounterSearch`, ATTEST.md §3.2).
+    static func firstCounter(head: UnsafeRawBufferPointer, in counters: Range<UInt64>, leadingZeroBits: Int) -> UInt64?
 }
 
 /// SHA-512 (FIPS 180-4) as a copyable value, for other modules (`SHA512Hasher`).

@@ -19,4 +19,12 @@ public enum SystemClock {
         #endif
         return Int64(now.tv_sec)
     }
+
+    /// Wall-clock milliseconds since the Unix epoch, from the precise clock (the times of
+    /// challenges and attestation tokens, ATTEST.md §1).
+    @Sendable public static func milliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
 }

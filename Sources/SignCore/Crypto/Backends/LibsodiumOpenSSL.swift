@@ -54,6 +54,14 @@ enum LibsodiumOpenSSL: CryptoBackendProtocol {
         sc_hmac_sha512(key.baseAddress, key.count, message.baseAddress, message.count, tag.baseAddress)
     }
 
+    static func firstCounter(head: UnsafeRawBufferPointer, in counters: Range<UInt64>, leadingZeroBits: Int) -> UInt64? {
+        var found: UInt64 = 0
+        let count = counters.upperBound - counters.lowerBound
+        guard sc_sha256_counter_search(head.baseAddress, head.count, counters.lowerBound, count, UInt32(leadingZeroBits), &found) == 1
+        else { return nil }
+        return found
+    }
+
     struct SHA256: SHA256Backend {
         private var state = sc_sha256_state()
 

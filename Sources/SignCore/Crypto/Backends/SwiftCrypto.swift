@@ -68,6 +68,20 @@ enum SwiftCrypto: CryptoBackendProtocol {
         Crypto.HMAC<Crypto.SHA512>.authenticationCode(for: message, using: SymmetricKey(data: key)).withUnsafeBytes { tag.copyMemory(from: $0) }
     }
 
+    static func firstCounter(head: UnsafeRawBufferPointer, in counters: Range<UInt64>, leadingZeroBits: Int) -> UInt64? {
+        guard head.count <= 47, (1...32).contains(leadingZeroBits) else { return nil }
+        var input = [UInt8](head) + [UInt8](repeating: 0, count: 8)
+        let limit = UInt32.max >> leadingZeroBits  // the digest's first word must be at most this
+        for counter in counters {
+            for byte in 0..<8 { input[head.count + byte] = UInt8(truncatingIfNeeded: counter >> (56 - 8 * byte)) }
+            let first = Crypto.SHA256.hash(data: input).withUnsafeBytes { digest in
+                UInt32(digest[0]) << 24 | UInt32(digest[1]) << 16 | UInt32(digest[2]) << 8 | UInt32(digest[3])
+            }
+            if first <= limit { return counter }
+        }
+        return nil
+    }
+
     struct SHA256: SHA256Backend {
         private var hasher = Crypto.SHA256()
 

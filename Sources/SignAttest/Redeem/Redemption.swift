@@ -1,0 +1,56 @@
+import SignCore
+
+extension Attestor {
+    /// Redeems an attest request (ATTEST.md §4.3) made by the key with `keyThumbprint` (its
+    /// wtoken verified first) at `origin`: checks, in the specification's order, then records the
+    /// challenge id in one atomic step and returns the token. Nothing is written before the last
+    /// step, so bad requests cost no store row.
+    public func redeem(_ body: [UInt8], keyThumbprint: [UInt8], origin: String, now: UInt64) async throws(SignCoreError) -> AttestationToken {
+        // 1. An attest request whose challenge parses and whose answer is 8k bytes.
+        let request = try AttestRequest(body: body)
+        let challenge = request.challenge
+        // 2. The tag, under the `oct` key it names.
+        guard let key = keys.challengeKey(id: challenge.serverKeyID),
+              (try? key.verifyMessage(Array(challenge.body), signature: Array(challenge.tag), context: Challenge.tagContext)) != nil
+        else { throw SignCoreError(.challengeForged, "the challenge's tag does not verify under a server key") }
+        // 3. Not expired, with the fleet's skew.
+        guard now < challenge.expiresAt.addingSaturated(skew) else {
+            throw SignCoreError(.challengeExpired, "the challenge has expired")
+        }
+        // 4. The minimum time since issue, with no skew.
+        guard now >= challenge.redeemableAt else {
+            throw SignCoreError(.challengeTooEarly, "the challenge's minimum time has not passed")
+        }
+        // 5. Issued at this origin.
+        guard challenge.originDigest == AttestationScope.originDigest(origin) else {
+            throw SignCoreError(.challengeScopeMismatch, "the challenge was issued at another origin")
+        }
+        // 6. Issued to this key.
+        guard challenge.keyThumbprint == keyThumbprint else {
+            throw SignCoreError(.challengeKeyMismatch, "the challenge was issued to another key")
+        }
+        // 7. The answer.
+        guard ProofOfWork.isValid(request.answer, for: challenge) else {
+            throw SignCoreError(.wrongAnswer, "the answer does not solve the challenge")
+        }
+        // 8. Redeemed once, fleet-wide.
+        guard try await redemptions.redeem(challenge.id, expiresAt: challenge.expiresAt.addingSaturated(skew), now: now) else {
+            throw SignCoreError(.challengeRedeemed, "the challenge has been redeemed already")
+        }
+        return try AttestationToken(levels: challenge.levels, issuedAt: now, ttl: tokenTTL, keyThumbprint: keyThumbprint,
+                                    originDigest: challenge.originDigest, key: keys.tokenKey)
+    }
+}
+
+extension Challenge {
+    /// Milliseconds: issuedAt + minElapsed, when a redemption may come (ATTEST.md §4.3 step 4).
+    public var redeemableAt: UInt64 { issuedAt.addingSaturated(UInt64(minElapsed)) }
+
+    /// The `Retry-After` of a `challengeTooEarly` refusal: ⌈(redeemableAt − now) / 1000⌉ seconds,
+    /// at least 1 (ATTEST.md §4.3 step 4).
+    public func secondsUntilRedeemable(now: UInt64) -> UInt64 {
+        guard redeemableAt > now else { return 1 }
+        let wait = redeemableAt - now
+        return max(1, wait / 1000 + (wait % 1000 == 0 ? 0 : 1))
+    }
+}
