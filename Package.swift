@@ -72,7 +72,7 @@ if onLinux {
         .target(name: "CBench", dependencies: ["CSignShim", "CSignBytes"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
         .executableTarget(
             name: "bench",
-            dependencies: ["SignCore", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["SignCore", "SignAttest", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
         .executableTarget(name: "instructions", dependencies: ["SignCore", "CSignShim"]),

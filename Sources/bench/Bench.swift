@@ -2,6 +2,7 @@ import ArgumentParser
 import CBench
 import Foundation
 import SignCore
+import SignAttest
 
 /// `swift run -c release bench`: every engine operation beside its crypto floor.
 @main
@@ -65,6 +66,13 @@ struct Bench: AsyncParsableCommand {
             }
         }
 
+        var solveTimes: [AttestationBench.SolveRow] = []
+        if selected("proof of work solve") {
+            print("\nProof of work solve times (docs/ATTEST.md §3; the solver on every core, fresh challenges)")
+            print(AttestationBench.SolveRow.header)
+            solveTimes = try await AttestationBench.solveTable(quick: quick)
+        }
+
         var allocations: [AllocationRow] = []
         for benchCase in try Catalogue.allocationCases(iterations: quick ? 200 : 2000) where selected(benchCase.operation) {
             allocations.append(AllocationRow(operation: benchCase.operation, size: benchCase.size,
@@ -74,7 +82,7 @@ struct Bench: AsyncParsableCommand {
         print(Report.summary(rows: rows, allocations: allocations))
         if let json {
             let report = Report(mode: quick ? "quick" : "full", machine: machine, rows: rows, guardAtScale: guardRows,
-                                guardCost: guardCosts, allocations: allocations)
+                                guardCost: guardCosts, allocations: allocations, proofOfWorkSolveTimes: solveTimes)
             try report.write(to: json)
             print("JSON written to \(json)")
         }

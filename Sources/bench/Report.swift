@@ -153,6 +153,7 @@ struct Report: Codable {
     var guardAtScale: [GuardAtScale]
     var guardCost: [GuardCost]
     var allocations: [AllocationRow]
+    var proofOfWorkSolveTimes: [AttestationBench.SolveRow]
 
     func write(to path: String) throws {
         let encoder = JSONEncoder()

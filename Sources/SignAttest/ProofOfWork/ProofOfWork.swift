@@ -22,15 +22,19 @@ public enum ProofOfWork {
     }
 
     /// Whether `answer` is exactly 8k bytes of counters each meeting d (ATTEST.md §3.2, §3.4):
-    /// the prefix and k single-block hashes.
+    /// the prefix, then one single-block hash per sub-solution (the solver's own search, over a
+    /// range of one counter).
     public static func isValid(_ answer: [UInt8], for challenge: Challenge) -> Bool {
         guard answer.count == 8 * challenge.count else { return false }
-        let prefix = prefix(of: challenge)
+        var head = prefix(of: challenge).bytes + [0]
+        let counters = LayoutReader(bytes: answer)
         for index in 0..<challenge.count {
-            var hasher = SHA256Hasher()
-            hasher.update(head(prefix: prefix, index: index))
-            hasher.update(answer[(8 * index)..<(8 * index + 8)])
-            guard SHA256CounterSearch.leadingZeroBits(of: hasher.finalize()) >= challenge.difficulty else { return false }
+            head[32] = UInt8(index)
+            let counter = counters.u64(at: 8 * index)
+            let meets = counter < .max
+                ? SHA256CounterSearch.firstCounter(head: head, in: counter..<(counter + 1), leadingZeroBits: challenge.difficulty) != nil
+                : SHA256CounterSearch.leadingZeroBits(of: SHA256Hasher.hash(head + answer[(8 * index)..<(8 * index + 8)])) >= challenge.difficulty
+            guard meets else { return false }
         }
         return true
     }
