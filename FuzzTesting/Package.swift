@@ -6,6 +6,8 @@ import PackageDescription
 let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerify", "FuzzJWK", "FuzzCoveredHeaders", "FuzzBase64", "FuzzEd25519Point"]
 // The HTTP layer's targets: SignHTTP on swift-http-types' requests.
 let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "FuzzReceivedRefusal"]
+// The attestation flow's parsers (docs/ATTEST.md).
+let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest"]
 
 let package = Package(
     name: "FuzzTesting",
@@ -26,6 +28,12 @@ let package = Package(
             name: name,
             dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignHTTP", package: "SignCore"),
                            .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    } + attestFuzzers.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignAttest", package: "SignCore")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         )
     },

@@ -36,7 +36,7 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
     /// The thumbprint of the key the challenge was issued to.
     public let keyThumbprint: [UInt8]
     /// The origin digest of the request that was challenged.
-    public let originDigest: SHA256Digest
+    public let originDigest: [UInt8]
     public let random: [UInt8]
     /// The id of the server's `oct` key that made the tag.
     public let serverKeyID: String
@@ -58,10 +58,10 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
     /// Issues a challenge (ATTEST.md §2.1, §2.2) under `key` (an `oct` key). Refuses
     /// (`invalidConfiguration`) parameters outside the layout's ranges.
     public init(kind: Kind = .proofOfWork, difficulty: Int, count: Int, levels: AttestationLevels, issuedAt: UInt64, ttl: Int,
-                minElapsed: Int = 0, keyThumbprint: [UInt8], originDigest: SHA256Digest, random: [UInt8]? = nil,
+                minElapsed: Int = 0, keyThumbprint: [UInt8], originDigest: [UInt8], random: [UInt8]? = nil,
                 key: SigningKey) throws(SignCoreError) {
         guard kind == .proofOfWork, Self.difficulties ~= difficulty, Self.counts ~= count, !levels.isEmpty,
-              Self.ttls ~= ttl, minElapsed >= 0, minElapsed < ttl * 1000, keyThumbprint.count == 32, random.map({ $0.count == 16 }) ?? true
+              Self.ttls ~= ttl, minElapsed >= 0, minElapsed < ttl * 1000, keyThumbprint.count == 32, originDigest.count == 32, random.map({ $0.count == 16 }) ?? true
         else { throw SignCoreError(.invalidConfiguration, "challenge parameters outside ATTEST.md §2.1's ranges") }
         guard key.algorithm == .hmacSHA256 else { throw SignCoreError(.invalidConfiguration, "a challenge is authenticated by an oct key") }
         let random = random ?? Nonce.random().bytes  // 16 bytes of the backend's CSPRNG-seeded generator
@@ -75,7 +75,7 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         body.u32(UInt32(ttl))
         body.u32(UInt32(minElapsed))
         body.raw(keyThumbprint)
-        body.raw(originDigest.bytes)
+        body.raw(originDigest)
         body.raw(random)
         body.u8(UInt8(key.id.utf8.count))
         body.raw(key.id.utf8)
@@ -110,7 +110,7 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         }
         issuedAt = issued
         keyThumbprint = layout.raw(at: 22, count: 32)
-        originDigest = SHA256Digest(bytes: bytes[54..<86])!  // 32 bytes, by the length checked above
+        originDigest = layout.raw(at: 54, count: 32)
         random = layout.raw(at: 86, count: 16)
         serverKeyID = String(decoding: bytes[103..<(103 + kidLength)], as: UTF8.self)
         self.bytes = bytes

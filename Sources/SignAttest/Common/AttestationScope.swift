@@ -22,10 +22,10 @@ public enum AttestationScope {
     }
 
     /// The origin digest: SHA-256("SignCore/3 attest origin\n" || origin).
-    public static func originDigest(_ origin: String) -> SHA256Digest {
+    public static func originDigest(_ origin: String) -> [UInt8] {
         var hasher = SHA256Hasher()
         hasher.update("SignCore/3 attest origin\n".utf8)
         hasher.update(origin.utf8)
-        return hasher.finalize()
+        return hasher.finalize().bytes
     }
 }

@@ -18,7 +18,7 @@ public struct AttestationToken: Sendable, Equatable, CustomStringConvertible {
     /// The thumbprint of the client key the token is bound to.
     public let keyThumbprint: [UInt8]
     /// The origin digest the token is valid for.
-    public let originDigest: SHA256Digest
+    public let originDigest: [UInt8]
     public let tokenID: [UInt8]
     /// The id of the server key that signed it.
     public let serverKeyID: String
@@ -36,9 +36,9 @@ public struct AttestationToken: Sendable, Equatable, CustomStringConvertible {
 
     /// Issues a token (ATTEST.md §5.1, §5.2) signed by `key` (`OKP` or `EC`). Refuses
     /// (`invalidConfiguration`) values outside the layout's ranges.
-    public init(levels: AttestationLevels, issuedAt: UInt64, ttl: Int, keyThumbprint: [UInt8], originDigest: SHA256Digest,
+    public init(levels: AttestationLevels, issuedAt: UInt64, ttl: Int, keyThumbprint: [UInt8], originDigest: [UInt8],
                 tokenID: [UInt8]? = nil, key: SigningKey) throws(SignCoreError) {
-        guard !levels.isEmpty, Self.ttls ~= ttl, keyThumbprint.count == 32, tokenID.map({ $0.count == 16 }) ?? true else {
+        guard !levels.isEmpty, Self.ttls ~= ttl, keyThumbprint.count == 32, originDigest.count == 32, tokenID.map({ $0.count == 16 }) ?? true else {
             throw SignCoreError(.invalidConfiguration, "token values outside ATTEST.md §5.1's ranges")
         }
         guard key.algorithm != .hmacSHA256 else { throw SignCoreError(.invalidConfiguration, "a token is signed by an OKP or EC key") }
@@ -48,7 +48,7 @@ public struct AttestationToken: Sendable, Equatable, CustomStringConvertible {
         body.u64(issuedAt)
         body.u32(UInt32(ttl))
         body.raw(keyThumbprint)
-        body.raw(originDigest.bytes)
+        body.raw(originDigest)
         body.raw(tokenID ?? Nonce.random().bytes)
         body.u8(UInt8(key.id.utf8.count))
         body.raw(key.id.utf8)
@@ -77,7 +77,7 @@ public struct AttestationToken: Sendable, Equatable, CustomStringConvertible {
         }
         issuedAt = issued
         keyThumbprint = layout.raw(at: 15, count: 32)
-        originDigest = SHA256Digest(bytes: bytes[47..<79])!  // 32 bytes, by the length checked above
+        originDigest = layout.raw(at: 47, count: 32)
         tokenID = layout.raw(at: 79, count: 16)
         serverKeyID = String(decoding: bytes[96..<(96 + kidLength)], as: UTF8.self)
         self.bytes = bytes
