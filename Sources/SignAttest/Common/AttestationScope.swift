@@ -5,10 +5,7 @@ import SignCore
 public enum AttestationScope {
     /// The key thumbprint: the 32 raw bytes of the RFC 7638 thumbprint (SPEC §6.2), whatever the
     /// key's `kid`.
-    public static func keyThumbprint(of key: SigningKey) -> [UInt8] {
-        // JWK.thumbprint is the base64url of exactly 32 bytes, which always decodes.
-        Base64URL.decode(JWK.thumbprint(of: key)) ?? []
-    }
+    public static func keyThumbprint(of key: SigningKey) -> [UInt8] { key.thumbprint.bytes }
 
     /// The origin of a canonical URL (SPEC §2): the scheme, `://`, the host and any port, without
     /// the path. Nil for a text that is not a canonical `http` or `https` URL.

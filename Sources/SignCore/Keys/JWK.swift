@@ -1,16 +1,17 @@
 /// Keys as JSON Web Keys (RFC 7517, SPEC §6): parse, serialise, and the RFC 7638 thumbprint
 /// that is the default key id.
 public enum JWK {
-    /// The RFC 7638 thumbprint of a key, whatever its key id.
-    public static func thumbprint(of key: SigningKey) -> String {
-        var secret = key.algorithm == .hmacSHA256 ? key.exportSecret() ?? [] : []
-        defer { wipe(&secret) }
-        return secret.withUnsafeBytes { thumbprint(algorithm: key.algorithm, publicKey: key.publicKey, hmacSecret: $0) }
+    /// The RFC 7638 thumbprint of a key, whatever its key id (base64url of `key.thumbprint`).
+    public static func thumbprint(of key: SigningKey) -> String { key.thumbprint.description }
+
+    /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)).
+    static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> String {
+        thumbprintDigest(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret).description
     }
 
-    /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)). Hashed in
-    /// pieces so that an HMAC secret is never copied into a String, which could not be wiped.
-    static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> String {
+    /// SHA-256 of the required members, sorted, no whitespace (RFC 7638). Hashed in pieces so
+    /// that an HMAC secret is never copied into a String, which could not be wiped.
+    static func thumbprintDigest(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> SHA256Digest {
         // Base64url of at most 1024 secret bytes, wiped after use.
         withHeapBuffer(byteCount: Base64URL.encodedLength(SigningKey.maxHMACSecretBytes), wiped: true) { encoded in
             thumbprint(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret, encodingInto: encoded)
@@ -18,7 +19,7 @@ public enum JWK {
     }
 
     private static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer,
-                                   encodingInto encoded: UnsafeMutableRawBufferPointer) -> String {
+                                   encodingInto encoded: UnsafeMutableRawBufferPointer) -> SHA256Digest {
         var hasher = SHA256Hasher()
         func member(_ text: String, base64url bytes: UnsafeRawBufferPointer) {
             hasher.update(Array(text.utf8))
@@ -41,7 +42,7 @@ public enum JWK {
             member(#"","y":""#, base64url: publicKey[33..<65])
             hasher.update(Array(#""}"#.utf8))
         }
-        return hasher.finalize().description
+        return hasher.finalize()
     }
 
     /// The JWK of `key`; private members (`d`, or `k` of an HMAC key) only when asked for.

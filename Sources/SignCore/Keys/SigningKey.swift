@@ -30,6 +30,9 @@ public final class SigningKey: @unchecked Sendable {
     let signingInputPrefix: UnsafeRawBufferPointer
     /// The key id as bytes.
     let idBytes: UnsafeRawBufferPointer
+    /// The RFC 7638 thumbprint, whatever the key id: SHA-256 of the key's required JWK members
+    /// (SPEC §6.2), what an attestation is bound to (docs/ATTEST.md §1). Computed once.
+    public let thumbprint: SHA256Digest
 
     public static let minHMACSecretBytes = 32
     public static let maxHMACSecretBytes = 1024
@@ -77,6 +80,8 @@ public final class SigningKey: @unchecked Sendable {
         replayTag = ReplayKey(idBytes).tag
         keyID = KeyID(of: idBytes)
         hmacKey = hmacSecret.map { CryptoBackend.HMACKey(secret: $0, signingInputPrefix: signingInputPrefix) }
+        thumbprint = JWK.thumbprintDigest(algorithm: algorithm, publicKey: publicKey,
+                                          hmacSecret: hmacSecret ?? UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     /// Refuses a given key id that is not 1-64 base64url characters (header-safe).

@@ -15,9 +15,12 @@ public struct VerifiedIdentity: Sendable, Equatable, CustomStringConvertible {
     public var expires: Int64
     /// The header fields the proof covers (lower case).
     public var coveredHeaders: [String]
+    /// The RFC 7638 thumbprint of the key, when the format knows it: what an attestation token
+    /// is bound to (docs/ATTEST.md §5.3).
+    public var keyThumbprint: SHA256Digest?
 
     public init(format: String, keyID: String, algorithm: SignatureAlgorithm, account: String = "", created: Int64, expires: Int64,
-                coveredHeaders: [String] = []) {
+                coveredHeaders: [String] = [], keyThumbprint: SHA256Digest? = nil) {
         self.format = format
         self.keyID = keyID
         self.algorithm = algorithm
@@ -25,6 +28,7 @@ public struct VerifiedIdentity: Sendable, Equatable, CustomStringConvertible {
         self.created = created
         self.expires = expires
         self.coveredHeaders = coveredHeaders
+        self.keyThumbprint = keyThumbprint
     }
 
     public var description: String {
@@ -37,6 +41,6 @@ extension VerifiedRequest {
     /// The token's identity in the format-neutral form (`format` is `wtoken`).
     public var identity: VerifiedIdentity {
         VerifiedIdentity(format: "wtoken", keyID: keyID, algorithm: algorithm, account: account, created: created, expires: expires,
-                         coveredHeaders: coveredHeaders)
+                         coveredHeaders: coveredHeaders, keyThumbprint: keyThumbprint)
     }
 }

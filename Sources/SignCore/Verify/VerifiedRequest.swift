@@ -6,6 +6,8 @@ public struct VerifiedRequest: Sendable, Equatable, CustomStringConvertible {
     /// every verify on every thread, one contended cache line.
     let id: KeyID
     public let algorithm: SignatureAlgorithm
+    /// The RFC 7638 thumbprint of that key (`SigningKey.thumbprint`), copied, not recomputed.
+    public let keyThumbprint: SHA256Digest
     /// The account the client bound into the token; empty for none. Anyone who sees the token
     /// can read it (it is base64url, not encrypted).
     public let account: String

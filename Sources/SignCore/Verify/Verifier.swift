@@ -174,7 +174,7 @@ public struct Verifier: Sendable {
         try accepted(key.withObject { $0.replayTag }, nonce, created + lifetime)
         return withExtendedLifetime(cachedKey) {
             key.withObject { signer in
-                VerifiedRequest(id: signer.keyID, algorithm: signer.algorithm, account: account,
+                VerifiedRequest(id: signer.keyID, algorithm: signer.algorithm, keyThumbprint: signer.thumbprint, account: account,
                                 created: created, expires: created + lifetime, nonce: nonce, headersField: covered)
             }
         }
