@@ -2,7 +2,7 @@
 """Mutation check of the vectors: every decision the Python reference (reference.py) makes must be
 pinned by at least one vector.
 
-For each decision in the functions that implement docs/SPEC.md -- each comparison, each integer
+For each decision in the functions that implement docs/SPEC.md and docs/ATTEST.md -- each comparison, each integer
 limit, each error code returned, each `if` check and each operand of a condition, each
 transformation of a value, the order of adjacent checks -- a mutant of reference.py is made
 (from its syntax tree) and `check()` is run against every vector file with it, in-process, stopping
@@ -29,17 +29,33 @@ FUNCTIONS = {
     "target_digest", "covered_names", "canonical_line", "header_block", "headers_digest", "signing_input",
     "longest_token", "sign", "version_field", "parse_token", "verify", "unique_members", "refuse_constant", "depth",
     "load_document", "refusal", "parse_key_set", "message_input", "sign_message", "verify_message",
+    # docs/ATTEST.md
+    "key_thumbprint", "origin_of", "origin_digest", "issuing_key", "named_key", "signature_verifies", "challenge_body",
+    "issue_challenge", "challenge_id", "attest_field", "parse_challenge", "pow_prefix", "sub_solution", "meets_difficulty", "solve",
+    "answer_meets", "parse_attest_request", "answer_bytes", "redeem", "attest_response", "token_body", "issue_token",
+    "parse_attest_token", "check_attest_token",
 }
 # Module constants that are limits or tables of the specification.
 CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_CREATED_DIGITS", "NAME_BYTES",
-             "MAX_DOCUMENT_BYTES", "MAX_DEPTH", "CODES", "STATUS_OF", "REASON", "CONTEXT_BYTES", "MAX_CONTEXT", "MAX_MESSAGE"}
+             "MAX_DOCUMENT_BYTES", "MAX_DEPTH", "CODES", "STATUS_OF", "REASON", "CONTEXT_BYTES", "MAX_CONTEXT", "MAX_MESSAGE",
+             # docs/ATTEST.md
+             "CHALLENGE_KEY_ALGS", "TOKEN_KEY_ALGS", "ATTEST_SKEW", "MAX_LEVELS", "MAX_DIFFICULTY", "MAX_COUNT", "MAX_CHALLENGE_TTL",
+             "MAX_TOKEN_TTL", "MAX_KID", "MAX_FIELD_TEXT", "MIN_CHALLENGE", "MIN_TOKEN", "MAX_ATTEST_BODY", "KID_BYTES",
+             "CHALLENGE_HEAD", "TOKEN_HEAD", "CHALLENGE_CONTEXT", "TOKEN_CONTEXT", "ATTEST_TOKEN_FIELD"}
 CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarge", "unknownKey", "algorithmMismatch",
          "badSignature", "invalidKey", "expired", "notYetValid", "lifetimeTooLong", "replayed", "overloaded", "unavailable",
          "whashMismatch", "targetMismatch", "headerNotCovered", "unsupportedMethod", "invalidURL", "invalidInput",
-         "bodyTooLarge", "unexpectedBody", "invalidHeader", "cryptoFailure", "invalidConfiguration"]
+         "bodyTooLarge", "unexpectedBody", "invalidHeader", "cryptoFailure", "invalidConfiguration",
+         # docs/ATTEST.md §6 (80-93; 94, challengeAbandoned, is a client's own and never the result of a check)
+         "attestationRequired", "attestationMalformed", "challengeForged", "challengeExpired", "challengeTooEarly",
+         "challengeScopeMismatch", "challengeKeyMismatch", "wrongAnswer", "challengeRedeemed", "attestationExpired",
+         "attestationInvalid", "attestationScopeMismatch", "attestationKeyMismatch", "attestationInsufficient"]
 # Functions whose call may raise a SpecError: a statement calling one is a check for the swaps.
 RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "headers_digest", "header_block", "Key",
-           "load_document", "canonical_line", "normalise", "ipv6", "dec", "message_input"}
+           "load_document", "canonical_line", "normalise", "ipv6", "dec", "message_input",
+           # docs/ATTEST.md
+           "sign_message", "verify_message", "issuing_key", "attest_field", "parse_challenge", "parse_attest_request", "answer_bytes",
+           "issue_challenge", "issue_token", "parse_attest_token", "origin_digest", "origin_of"}
 
 FLIP = {ast.Lt: [ast.LtE, ast.GtE], ast.LtE: [ast.Lt, ast.Gt], ast.Gt: [ast.GtE, ast.LtE], ast.GtE: [ast.Gt, ast.Lt],
         ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq], ast.In: [ast.NotIn], ast.NotIn: [ast.In], ast.Is: [ast.IsNot],

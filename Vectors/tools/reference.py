@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
-"""A second implementation of docs/SPEC.md (SignCore/3), written from the specification alone,
-in Python with hashlib/hmac and the `cryptography` package. It generates the computed vector
-files (whash, wtoken, jwk) and checks every vector file, including the hand-written
+"""A second implementation of docs/SPEC.md (SignCore/3) and docs/ATTEST.md (its attestation flow),
+written from the specifications alone, in Python with hashlib/hmac and the `cryptography` package.
+It generates the computed vector files (whash, wtoken, jwk, refusal, message, attest) and checks
+every vector file, including the hand-written
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
 same files, so the two implementations are compared through the vectors.
 
-    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json, message.json
+    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json, message.json, attest.json
     python3 Vectors/tools/reference.py generate message   # rewrite message.json alone
+    python3 Vectors/tools/reference.py generate attest    # rewrite attest.json alone (docs/ATTEST.md)
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
-import base64, functools, hashlib, hmac, json, pathlib, sys
+import base64, functools, hashlib, hmac, json, pathlib, struct, sys
 
 VECTORS = pathlib.Path(__file__).resolve().parent.parent
 
 
 class SpecError(Exception):
-    def __init__(self, code):
+    def __init__(self, code, retry_after=None):
         super().__init__(code)
         self.code = code
+        self.retry_after = retry_after  # ATTEST §4.3 step 4: the seconds challengeTooEarly asks the client to wait
 
 
 # §1.2 base64url
@@ -1510,6 +1513,840 @@ def generate_message():
             "numberOfTests": len(signs) + len(verifies), "keys": MESSAGE_KEYS, "sign": signs, "verify": verifies}
 
 
+# ---- docs/ATTEST.md: challenges, proof of work, attestation tokens ---------------------------
+
+CHALLENGE_CONTEXT = "signcore-challenge/1"  # ATTEST §2.2
+TOKEN_CONTEXT = "signcore-attestation/1"  # ATTEST §5.2
+ATTEST_TOKEN_FIELD = "attest-token"  # ATTEST §5.3
+CHALLENGE_KEY_ALGS = ("HS256",)  # ATTEST §1: `oct` keys authenticate challenges
+TOKEN_KEY_ALGS = ("EdDSA", "ES256")  # ATTEST §1: `OKP` and `EC` keys sign tokens
+ATTEST_SKEW = 5000  # ATTEST §1: the default skew, in milliseconds
+MAX_LEVELS = 0xFFFF  # ATTEST §1: levels are a u16 set
+MAX_DIFFICULTY = 32  # ATTEST §2.1
+MAX_COUNT = 16  # ATTEST §2.1
+MAX_CHALLENGE_TTL = 3600  # ATTEST §2.1, seconds
+MAX_TOKEN_TTL = 86400  # ATTEST §5.1, seconds
+MAX_KID = 64  # ATTEST §2.1, §5.1: kidLength 1-64
+MAX_FIELD_TEXT = 1024  # ATTEST §2.3, §2.4, §5.4
+MIN_CHALLENGE = 136  # ATTEST §2.4: 135 + m, m >= 1
+MIN_TOKEN = 161  # ATTEST §5.4: 160 + m, m >= 1
+MAX_ATTEST_BODY = 4096  # ATTEST §4.2
+KID_BYTES = set(ALPHABET.encode())  # SPEC §6.2: A-Z a-z 0-9 - _
+CHALLENGE_HEAD = struct.Struct(">BBBBHQII")  # ATTEST §2.1 offsets 0-21: version, type, d, k, levels, issuedAt, ttl, minElapsed
+TOKEN_HEAD = struct.Struct(">BHQI")  # ATTEST §5.1 offsets 0-14: version, levels, issuedAt, ttl
+
+
+def key_thumbprint(key: Key) -> bytes:
+    """ATTEST §1: SHA-256 of the RFC 7638 J of SPEC §6.2, raw (32 bytes), whatever the key's kid."""
+    return unb64u(key.thumbprint)
+
+
+def origin_of(url: bytes) -> bytes:
+    """ATTEST §1: the canonical URL (SPEC §2) up to, not including, the path."""
+    scheme, _, rest = canonical_url(url).partition(b"://")
+    return scheme + b"://" + rest.partition(b"/")[0]
+
+
+def origin_digest(url: str) -> bytes:
+    """ATTEST §1: SHA-256("SignCore/3 attest origin\\n" || origin)."""
+    return hashlib.sha256(b"SignCore/3 attest origin\n" + origin_of(url.encode())).digest()
+
+
+def issuing_key(keys, algs) -> Key:
+    """ATTEST §1 server keys: the first key of the set of one of the kinds `algs` issues; a set
+    with none cannot issue (invalidConfiguration)."""
+    for key in keys:
+        if key.alg in algs:
+            return key
+    raise SpecError("invalidConfiguration")
+
+
+def named_key(keys, kid: str, algs):
+    """ATTEST §4.3 step 2, §5.5 step 3: the key of the set that `kid` names, when it is of one of
+    the kinds `algs` (every key of the set is accepted when checking); else None."""
+    for key in keys:
+        if key.kid == kid and key.alg in algs:
+            return key
+    return None
+
+
+def signature_verifies(key: Key, context: str, body: bytes, signature: bytes) -> bool:
+    """ATTEST §2.2, §5.2: the SPEC §10 signature of the body under the context."""
+    try:
+        verify_message(key, context, body, signature)
+    except SpecError:
+        return False
+    return True
+
+
+def challenge_body(type_, d, k, levels, issued_at, ttl, min_elapsed, key: bytes, origin: bytes, random: bytes, kid: bytes) -> bytes:
+    """ATTEST §2.1: the bytes before the tag (offsets 0 to 102 + m)."""
+    return (CHALLENGE_HEAD.pack(1, type_, d, k, levels, issued_at, ttl, min_elapsed) + key + origin + random
+            + bytes([len(kid)]) + kid)
+
+
+def issue_challenge(keys, type_, d, k, levels, issued_at, ttl, min_elapsed, client: Key, origin: str, random: bytes) -> bytes:
+    """ATTEST §2.1-§2.2: body || tag, by the first `oct` key of the set (§1). A challenge that §2.4
+    would refuse is not issued: its parameters are a deployment's (invalidConfiguration)."""
+    key = issuing_key(keys, CHALLENGE_KEY_ALGS)
+    if (type_ != 1 or not 1 <= d <= MAX_DIFFICULTY or not 1 <= k <= MAX_COUNT or not 1 <= levels <= MAX_LEVELS
+            or not 1 <= ttl <= MAX_CHALLENGE_TTL or min_elapsed >= ttl * 1000):
+        raise SpecError("invalidConfiguration")
+    body = challenge_body(type_, d, k, levels, issued_at, ttl, min_elapsed, key_thumbprint(client), origin_digest(origin), random,
+                          key.kid.encode())
+    return body + sign_message(key, CHALLENGE_CONTEXT, body)[1]
+
+
+def challenge_id(challenge: bytes) -> bytes:
+    """ATTEST §2.1: SHA-256 of all its bytes, tag included."""
+    return hashlib.sha256(challenge).digest()
+
+
+def attest_field(text: str) -> bytes:
+    """ATTEST §2.4, §5.4: base64url (SPEC §1.2) of at most 1024 bytes, else attestationMalformed."""
+    if len(text.encode()) > MAX_FIELD_TEXT:
+        raise SpecError("attestationMalformed")
+    try:
+        return unb64u(text)
+    except ValueError:
+        raise SpecError("attestationMalformed")
+
+
+def parse_challenge(text: str) -> dict:
+    """ATTEST §2.4: every failure is attestationMalformed."""
+    b = attest_field(text)
+    if len(b) < MIN_CHALLENGE:
+        raise SpecError("attestationMalformed")
+    version, type_, d, k, levels, issued_at, ttl, min_elapsed = CHALLENGE_HEAD.unpack(b[:22])
+    m = b[102]
+    if (version != 1 or type_ != 1 or not 1 <= d <= MAX_DIFFICULTY or not 1 <= k <= MAX_COUNT or levels == 0
+            or not 1 <= ttl <= MAX_CHALLENGE_TTL or min_elapsed >= ttl * 1000 or not 1 <= m <= MAX_KID
+            or any(c not in KID_BYTES for c in b[103:103 + m]) or len(b) != 135 + m):
+        raise SpecError("attestationMalformed")
+    return dict(d=d, count=k, levels=levels, issuedAt=issued_at, ttl=ttl, minElapsed=min_elapsed, key=b[22:54], origin=b[54:86],
+                kid=b[103:103 + m].decode(), body=b[:103 + m], tag=b[103 + m:], bytes=b)
+
+
+def pow_prefix(challenge: bytes) -> bytes:
+    """ATTEST §3.1: P = SHA-256("SignCore/3 pow\\n" || challenge), tag included."""
+    return hashlib.sha256(b"SignCore/3 pow\n" + challenge).digest()
+
+
+def sub_solution(prefix: bytes, i, c) -> bytes:
+    """ATTEST §3.2: h_i = SHA-256(P || u8(i) || u64(c))."""
+    return hashlib.sha256(prefix + bytes([i]) + c.to_bytes(8, "big")).digest()
+
+
+def meets_difficulty(h: bytes, d) -> bool:
+    """ATTEST §3.2: at least d leading zero bits (h, a 256-bit big-endian integer, below 2^(256 - d))."""
+    return 256 - int.from_bytes(h, "big").bit_length() >= d
+
+
+def solve(challenge: bytes, d, k) -> bytes:
+    """ATTEST §3.2-§3.3: the smallest counter of each sub-solution, u64 each, in order."""
+    prefix = pow_prefix(challenge)
+    answer = b""
+    for i in range(k):
+        c = 0
+        while not meets_difficulty(sub_solution(prefix, i, c), d):
+            c += 1
+        answer += c.to_bytes(8, "big")
+    return answer
+
+
+def answer_meets(challenge: bytes, d, k, answer: bytes) -> bool:
+    """ATTEST §3.4: every sub-solution of the answer (8k bytes) meets d."""
+    prefix = pow_prefix(challenge)
+    return all(meets_difficulty(sub_solution(prefix, i, int.from_bytes(answer[8 * i:8 * i + 8], "big")), d) for i in range(k))
+
+
+def parse_attest_request(body: bytes):
+    """ATTEST §4.2: at most 4096 bytes (bodyTooLarge), then JSON under SPEC §6.1's document rules,
+    an object whose `challenge` and `answer` are strings (others ignored): else attestationMalformed."""
+    if len(body) > MAX_ATTEST_BODY:
+        raise SpecError("bodyTooLarge")
+    try:
+        doc = load_document(body.decode("utf-8"))
+    except (UnicodeDecodeError, SpecError):
+        raise SpecError("attestationMalformed")
+    if not isinstance(doc.get("challenge"), str) or not isinstance(doc.get("answer"), str):
+        raise SpecError("attestationMalformed")
+    return doc["challenge"], doc["answer"]
+
+
+def answer_bytes(text: str, k) -> bytes:
+    """ATTEST §4.2, §4.3 step 1: base64url of exactly 8k bytes, else attestationMalformed."""
+    try:
+        answer = unb64u(text)
+    except ValueError:
+        raise SpecError("attestationMalformed")
+    if len(answer) != 8 * k:
+        raise SpecError("attestationMalformed")
+    return answer
+
+
+def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed) -> dict:
+    """ATTEST §4.3, in order, the first failure being the result. `client`: the key that signed the
+    request (verified first); `redeemed`: the challenge ids (hex) the store holds. The result is the
+    challenge's id (recorded in the store) and the levels of the token to issue. A set that cannot
+    issue the token (§1) redeems nothing: invalidConfiguration, before the request is read."""
+    issuing_key(keys, TOKEN_KEY_ALGS)
+    challenge_text, answer_text = parse_attest_request(body)  # step 1
+    c = parse_challenge(challenge_text)
+    answer = answer_bytes(answer_text, c["count"])
+    key = named_key(keys, c["kid"], CHALLENGE_KEY_ALGS)  # step 2
+    if key is None or not signature_verifies(key, CHALLENGE_CONTEXT, c["body"], c["tag"]):
+        raise SpecError("challengeForged")
+    if not now < c["issuedAt"] + c["ttl"] * 1000 + skew:  # step 3
+        raise SpecError("challengeExpired")
+    if now < c["issuedAt"] + c["minElapsed"]:  # step 4: no skew; the wait rounded up to whole seconds (so at least 1)
+        raise SpecError("challengeTooEarly", retry_after=-(-(c["issuedAt"] + c["minElapsed"] - now) // 1000))
+    if c["origin"] != origin_digest(origin):  # step 5
+        raise SpecError("challengeScopeMismatch")
+    if c["key"] != key_thumbprint(client):  # step 6
+        raise SpecError("challengeKeyMismatch")
+    if not answer_meets(c["bytes"], c["d"], c["count"], answer):  # step 7
+        raise SpecError("wrongAnswer")
+    if challenge_id(c["bytes"]).hex() in redeemed:  # step 8: insert if absent
+        raise SpecError("challengeRedeemed")
+    return dict(id=challenge_id(c["bytes"]).hex(), levels=c["levels"])
+
+
+def attest_response(token: bytes, ttl, levels, now) -> str:
+    """ATTEST §4.4: the body of the attest response; `now` in milliseconds, written in whole seconds."""
+    return '{"token":"%s","ttl":%d,"levels":%d,"now":%d}' % (b64u(token), ttl, levels, now // 1000)
+
+
+def token_body(levels, issued_at, ttl, key: bytes, origin: bytes, token_id: bytes, kid: bytes) -> bytes:
+    """ATTEST §5.1: the bytes before the signature (offsets 0 to 95 + m)."""
+    return TOKEN_HEAD.pack(1, levels, issued_at, ttl) + key + origin + token_id + bytes([len(kid)]) + kid
+
+
+def issue_token(keys, levels, issued_at, ttl, client: Key, origin: str, token_id: bytes) -> bytes:
+    """ATTEST §5.1-§5.2: body || signature, by the first `OKP` or `EC` key of the set (§1). Levels
+    or a TTL that §5.4 would refuse are a deployment's error (invalidConfiguration)."""
+    key = issuing_key(keys, TOKEN_KEY_ALGS)
+    if not 1 <= levels <= MAX_LEVELS or not 1 <= ttl <= MAX_TOKEN_TTL:
+        raise SpecError("invalidConfiguration")
+    body = token_body(levels, issued_at, ttl, key_thumbprint(client), origin_digest(origin), token_id, key.kid.encode())
+    return body + sign_message(key, TOKEN_CONTEXT, body)[1]
+
+
+def parse_attest_token(text: str) -> dict:
+    """ATTEST §5.4: every failure is attestationMalformed."""
+    b = attest_field(text)
+    if len(b) < MIN_TOKEN:
+        raise SpecError("attestationMalformed")
+    version, levels, issued_at, ttl = TOKEN_HEAD.unpack(b[:15])
+    m = b[95]
+    if (version != 1 or levels == 0 or not 1 <= ttl <= MAX_TOKEN_TTL or not 1 <= m <= MAX_KID
+            or any(c not in KID_BYTES for c in b[96:96 + m]) or len(b) != 160 + m):
+        raise SpecError("attestationMalformed")
+    return dict(levels=levels, issuedAt=issued_at, ttl=ttl, key=b[15:47], origin=b[47:79], tokenID=b[79:95],
+                kid=b[96:96 + m].decode(), body=b[:96 + m], signature=b[96 + m:])
+
+
+def check_attest_token(field: str, client: Key, covered, origin: str, keys, now, skew, required, name=ATTEST_TOKEN_FIELD) -> dict:
+    """ATTEST §5.5, in order, the first failure being the result. `client`: the key that signed the
+    request; `covered`: the names its wtoken covers."""
+    if name.lower() not in covered:  # step 1
+        raise SpecError("headerNotCovered")
+    t = parse_attest_token(field)  # step 2
+    key = named_key(keys, t["kid"], TOKEN_KEY_ALGS)  # step 3
+    if key is None or not signature_verifies(key, TOKEN_CONTEXT, t["body"], t["signature"]):
+        raise SpecError("attestationInvalid")
+    if not t["issuedAt"] - skew <= now < t["issuedAt"] + t["ttl"] * 1000 + skew:  # step 4
+        raise SpecError("attestationExpired")
+    if t["origin"] != origin_digest(origin):  # step 5
+        raise SpecError("attestationScopeMismatch")
+    if t["key"] != key_thumbprint(client):  # step 6
+        raise SpecError("attestationKeyMismatch")
+    if t["levels"] & required != required:  # step 7: the token meets the requirement (§1)
+        raise SpecError("attestationInsufficient")
+    return dict(levels=t["levels"], issuedAt=t["issuedAt"], expires=t["issuedAt"] + t["ttl"] * 1000, tokenID=t["tokenID"].hex())
+
+
+ATTEST_KEYS = {
+    # the server's keys (ATTEST §1): private, one JWK Set in the vectors' order
+    "challengeKey": jwk_for("oct", seed("attest challenge key"), kid="challenge-2026"),
+    "challengeKeyOld": jwk_for("oct", seed("attest challenge key 2025"), kid="challenge-2025"),
+    "challengeKeyImpostor": jwk_for("oct", seed("attest impostor challenge key"), kid="challenge-2026"),
+    "challengeKey64": jwk_for("oct", seed("attest challenge key 64"), kid="challenge-" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"[:54]),
+    "challengeKey1": jwk_for("oct", seed("attest challenge key 1"), kid="c"),
+    "challengeKeyUnnamed": jwk_for("oct", seed("attest challenge key unnamed")),
+    "tokenKey": jwk_for("OKP", seed("attest token key"), kid="token-2026"),
+    "tokenKeyOld": jwk_for("OKP", seed("attest token key 2025"), kid="token-2025"),
+    "tokenKeyImpostor": jwk_for("OKP", seed("attest impostor token key"), kid="token-2026"),
+    "tokenKey64": jwk_for("OKP", seed("attest token key 64"), kid="token-" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW"[:58]),
+    "tokenKey1": jwk_for("OKP", seed("attest token key 1"), kid="t"),
+    "tokenKeyUnnamed": jwk_for("OKP", seed("attest token key unnamed")),
+    "tokenKeyP256": jwk_for("EC", seed("attest token key P-256"), kid="token-p256"),
+    "tokenKeyPublic": jwk_for("OKP", seed("attest token key public"), kid="token-public", private=False),
+    # the clients' keys: the keys that sign their requests (public; an app's HMAC key is a secret)
+    "clientEd25519": jwk_for("OKP", seed("attest client Ed25519"), private=False),
+    "clientEd25519Named": jwk_for("OKP", seed("attest client Ed25519"), kid="device-7", private=False),
+    "clientOther": jwk_for("OKP", seed("attest another client Ed25519"), private=False),
+    "clientP256": jwk_for("EC", seed("attest client P-256"), private=False),
+    "clientHmac": jwk_for("oct", seed("attest client app HMAC key"), kid="app-2026"),
+}
+ISSUED = 1_790_000_000_000  # milliseconds
+ORIGIN = "https://api.example.com"
+ATTEST_RANDOMS = [seed("attest random %d" % i)[:16] for i in range(200)]
+
+
+def attest_outcome(run) -> dict:
+    """A case's result as the vectors write it: `valid` and `expected`, or the error (and the
+    retryAfter of challengeTooEarly)."""
+    try:
+        return {"result": "valid", "expected": run()}
+    except SpecError as e:
+        out = {"result": "invalid", "error": e.code}
+        if e.retry_after is not None:
+            out["retryAfter"] = e.retry_after
+        return out
+
+
+def attest_challenge_case(keys: dict, tc: dict) -> dict:
+    server = [keys[n] for n in tc["serverKeys"]] if "serverKeys" in tc else [keys[tc["serverKey"]]]
+    client = keys[tc["clientKey"]]
+
+    def run():
+        ch = issue_challenge(server, tc["type"], tc["difficulty"], tc["count"], tc["levels"], tc["issuedAt"], tc["ttl"],
+                             tc["minElapsed"], client, tc["origin"], bytes.fromhex(tc["random"]))
+        out = dict(keyThumbprint=key_thumbprint(client).hex(), originDigest=origin_digest(tc["origin"]).hex(), body=ch[:-32].hex(),
+                   tag=ch[-32:].hex(), id=challenge_id(ch).hex(), prefix=pow_prefix(ch).hex(), challenge=b64u(ch))
+        if tc.get("solve"):
+            out["answer"] = b64u(solve(ch, tc["difficulty"], tc["count"]))
+        return out
+    return attest_outcome(run)
+
+
+def attest_redeem_case(keys: dict, tc: dict) -> dict:
+    body = bytes.fromhex(tc["bodyHex"]) if "bodyHex" in tc else tc["body"].encode()
+    return attest_outcome(lambda: redeem(body, keys[tc["clientKey"]], tc["origin"], [keys[n] for n in tc["serverKeys"]], tc["now"],
+                                         tc.get("skew", ATTEST_SKEW), set(tc.get("redeemed", []))))
+
+
+def attest_token_case(keys: dict, tc: dict) -> dict:
+    server = [keys[n] for n in tc["serverKeys"]] if "serverKeys" in tc else [keys[tc["serverKey"]]]
+
+    def run():
+        token = issue_token(server, tc["levels"], tc["issuedAt"], tc["ttl"], keys[tc["clientKey"]], tc["origin"],
+                            bytes.fromhex(tc["tokenID"]))
+        return dict(body=token[:-64].hex(), token=b64u(token), response=attest_response(token, tc["ttl"], tc["levels"], tc["now"]))
+    return attest_outcome(run)
+
+
+def attest_check_case(keys: dict, tc: dict) -> dict:
+    return attest_outcome(lambda: check_attest_token(tc["field"], keys[tc["clientKey"]], tc.get("covered", [ATTEST_TOKEN_FIELD]),
+                                                     tc["origin"], [keys[n] for n in tc["serverKeys"]], tc["now"],
+                                                     tc.get("skew", ATTEST_SKEW), tc["required"]))
+
+
+ATTEST_SECTIONS = {"challenge": attest_challenge_case, "redeem": attest_redeem_case, "token": attest_token_case,
+                   "check": attest_check_case}
+
+
+def generate_attest():
+    keys = {n: Key(j) for n, j in ATTEST_KEYS.items()}
+    sections = {name: [] for name in ATTEST_SECTIONS}
+    randoms = iter(ATTEST_RANDOMS)
+    token_ids = iter(seed("attest token id %d" % i)[:16] for i in range(200))
+
+    def add(section, comment, want, inputs):
+        case = dict({"tcId": 0, "comment": comment}, **inputs)
+        case.update(ATTEST_SECTIONS[section](keys, case))
+        got = case["error"] if case["result"] == "invalid" else "valid"
+        assert got == want, (section, comment, got, want)
+        sections[section].append(case)
+        return case
+
+    def servers(server):
+        return {"serverKeys": list(server)} if isinstance(server, (list, tuple)) else {"serverKey": server}
+
+    # ---- challenge cases: issue (§2.1-§2.2), id, prefix (§3.1), the smallest counters (§3.2)
+    def add_challenge(comment, want="valid", server="challengeKey", type_=1, d=8, k=4, levels=1, issued=ISSUED, ttl=300,
+                      min_elapsed=0, client="clientEd25519", origin=ORIGIN, solve_=False):
+        inputs = servers(server)
+        inputs.update(type=type_, difficulty=d, count=k, levels=levels, issuedAt=issued, ttl=ttl, minElapsed=min_elapsed,
+                      clientKey=client, origin=origin, random=next(randoms).hex())
+        if solve_:
+            inputs["solve"] = True
+        return add("challenge", comment, want, inputs)
+
+    add_challenge("§2, §3 a challenge of 4 sub-solutions of 8 bits for an Ed25519 client key: every value, and the smallest counters",
+                  solve_=True)
+    add_challenge("§2.1 two levels (3) and a minElapsed of 2000 ms", d=6, k=2, levels=3, min_elapsed=2000, solve_=True)
+    add_challenge("§1 a P-256 client key, and an origin with its port", d=5, k=3, client="clientP256", origin="http://127.0.0.1:8080",
+                  solve_=True)
+    zero = add_challenge("§1 an HMAC client key (an app's key): its thumbprint is a hash of the secret; d 1, so a counter of 0 solves some",
+                         d=1, k=4, client="clientHmac", solve_=True)
+    assert any(unb64u(zero["expected"]["answer"])[i:i + 8] == bytes(8) for i in range(0, 32, 8))
+    add_challenge("§1 the key thumbprint is the key's whatever its kid: a key with kid device-7 has the unnamed key's thumbprint",
+                  client="clientEd25519Named", d=3, k=2, solve_=True)
+    add_challenge("§1 the origin is the canonical URL up to the path: another spelling of https://api.example.com, with a path",
+                  origin="HTTPS://API.Example.COM:443/v1/orders?id=42#top")
+    add_challenge("§1 an IPv6 origin, written as SPEC §2.4 writes it (https://[::1]:8443)", origin="https://[0:0:0:0:0:0:0:1]:8443/attest")
+    add_challenge("§1 an http origin on port 80 is written without the port", origin="http://API.example.com:80/")
+    add_challenge("§2.1 the largest parameters: d 32, k 16, levels 65535, ttl 3600, minElapsed 3599999", d=32, k=16, levels=65535,
+                  ttl=3600, min_elapsed=3599999)
+    add_challenge("§2.1 the smallest parameters: d 1, k 1, levels 1, ttl 1, minElapsed 0", d=1, k=1, ttl=1, solve_=True)
+    add_challenge("§2.1 minElapsed 999 with a ttl of 1 s (below ttl x 1000)", d=2, k=1, ttl=1, min_elapsed=999)
+    add_challenge("§3.2 d 10, k 2", d=10, k=2, solve_=True)
+    add_challenge("§2.1 a server key id of 64 characters (m = 64)", server="challengeKey64", d=4, k=1, solve_=True)
+    add_challenge("§2.1 a server key id of 1 character (m = 1)", server="challengeKey1", d=4, k=1, solve_=True)
+    add_challenge("§2.1 a server key without kid: its key id is its thumbprint (43 characters)", server="challengeKeyUnnamed", d=4, k=1)
+    add_challenge("§1 times are u64: an issuedAt above 2^56 ms", issued=2 ** 56 + 1234567, d=4, k=1)
+    add_challenge("§1 server keys: the first oct key of the set issues (serverKeys: the set, in its order)",
+                  server=["tokenKey", "challengeKey", "challengeKeyOld"], d=4, k=1)
+    add_challenge("§1 server keys: a set with no oct key cannot issue a challenge", "invalidConfiguration",
+                  server=["tokenKey", "tokenKeyP256"])
+    add_challenge("§1 server keys: an OKP key does not authenticate challenges", "invalidConfiguration", server="tokenKey")
+    for what, changes in (("type 2 (reserved)", dict(type_=2)), ("d 0", dict(d=0)), ("d 33", dict(d=33)), ("k 0", dict(k=0)),
+                          ("k 17", dict(k=17)), ("levels 0", dict(levels=0)), ("levels 65536 (not a u16)", dict(levels=65536)),
+                          ("ttl 0", dict(ttl=0)), ("ttl 3601", dict(ttl=3601)),
+                          ("minElapsed ttl x 1000 (300000)", dict(min_elapsed=300000))):
+        add_challenge("§2.1 a challenge §2.4 would refuse is not issued: %s (a deployment's setting)" % what, "invalidConfiguration",
+                      **changes)
+
+    # ---- redeem cases (§4.2, §4.3)
+    ED = key_thumbprint(keys["clientEd25519"])
+
+    def make(d=6, k=2, levels=1, issued=ISSUED, ttl=300, min_elapsed=0, client="clientEd25519", origin=ORIGIN, key="challengeKey"):
+        return issue_challenge([keys[key]], 1, d, k, levels, issued, ttl, min_elapsed, keys[client], origin, next(randoms))
+
+    def answer(ch: bytes) -> bytes:
+        return solve(ch, ch[2], ch[3])
+
+    def request(ch, ans=None, extra="") -> str:
+        text = b64u(ch) if isinstance(ch, bytes) else ch
+        ans = b64u(answer(ch) if ans is None else ans) if not isinstance(ans, str) else ans
+        return '{"challenge":"%s","answer":"%s"%s}' % (text, ans, extra)
+
+    def craft(key="challengeKey", kid=None, context=CHALLENGE_CONTEXT, version=1, type_=1, d=6, k=2, levels=1, issued=ISSUED, ttl=300,
+              min_elapsed=0) -> bytes:
+        """A challenge with any header and kid, tagged by `key` (so that only the field under test is wrong)."""
+        kid = keys[key].kid.encode() if kid is None else kid
+        body = (CHALLENGE_HEAD.pack(version, type_, d, k, levels, issued, ttl, min_elapsed) + ED + origin_digest(ORIGIN)
+                + next(randoms) + bytes([len(kid)]) + kid)
+        return body + sign_message(keys[key], context, body)[1]
+
+    SERVER = ("challengeKey", "tokenKey")
+    NOW = ISSUED + 10000
+
+    def add_redeem(comment, want, body=None, body_hex=None, server=SERVER, client="clientEd25519", origin=ORIGIN, now=NOW, skew=None,
+                   redeemed=None):
+        inputs = {"serverKeys": list(server)}
+        if body_hex is not None:
+            inputs["bodyHex"] = body_hex
+        else:
+            inputs["body"] = body
+        inputs.update(clientKey=client, origin=origin, now=now)
+        if skew is not None:
+            inputs["skew"] = skew
+        if redeemed is not None:
+            inputs["redeemed"] = redeemed
+        return add("redeem", comment, want, inputs)
+
+    a = make()
+    add_redeem("§4.3 a challenge redeemed: its id is recorded and the token gets its levels", "valid", request(a))
+    b = make(levels=3, min_elapsed=2000)
+    add_redeem("§4.3 step 4: minElapsed 2000, redeemed exactly 2000 ms after issue; two levels", "valid", request(b), now=ISSUED + 2000)
+    c3600 = make(ttl=3600, d=4)
+    add_redeem("§2.4 ttl 3600 is accepted; §4.3 step 3: the last millisecond before issuedAt + ttl x 1000 + skew (default 5000)",
+               "valid", request(c3600), now=ISSUED + 3600000 + 4999)
+    add_redeem("§4.3 step 3: skew 0, the last millisecond before issuedAt + ttl x 1000", "valid", request(a), now=ISSUED + 300000 - 1, skew=0)
+    add_redeem("§4.3 step 3: skew 60000, the last millisecond before issuedAt + ttl x 1000 + 60000", "valid", request(a),
+               now=ISSUED + 300000 + 59999, skew=60000)
+    add_redeem("§2.4 k 16 is accepted (16 sub-solutions of 2 bits)", "valid", request(make(d=2, k=16)))
+    add_redeem("§2.4 ttl 1 is accepted", "valid", request(make(ttl=1)), now=ISSUED + 500)
+    add_redeem("§2.4 levels 65535, and minElapsed ttl x 1000 - 1 (1999 with a ttl of 2 s) are accepted", "valid",
+               request(make(levels=65535, ttl=2, min_elapsed=1999)), now=ISSUED + 1999)
+    add_redeem("§2.4 a server key id of 64 characters (m = 64)", "valid", request(make(key="challengeKey64")),
+               server=("challengeKey", "challengeKey64", "tokenKey"))
+    add_redeem("§2.4 a server key id of 1 character (m = 1)", "valid", request(make(key="challengeKey1")),
+               server=("challengeKey1", "tokenKey"))
+    add_redeem("§2.2 a server key without kid: the challenge names it by its thumbprint", "valid", request(make(key="challengeKeyUnnamed")),
+               server=("tokenKey", "challengeKeyUnnamed"))
+    old = make(key="challengeKeyOld")
+    add_redeem("§1 rotation: a challenge of the old oct key, still in the set after the new one, is redeemed", "valid", request(old),
+               server=("challengeKey", "challengeKeyOld", "tokenKey"))
+    add_redeem("§1 an EC (P-256) key issues the tokens of a set without an OKP key", "valid", request(make()),
+               server=("challengeKey", "tokenKeyP256"))
+    e = make()
+    add_redeem("§4.2 other members are ignored, and members come in any order", "valid",
+               '{"v":2,"answer":"%s","note":{"a":[1,2,{"b":null}]},"challenge":"%s","x":true}' % (b64u(answer(e)), b64u(e)))
+    f = make()
+    base = request(f)[:-1] + ',"pad":"'
+    add_redeem("§4.2 a body of exactly 4096 bytes", "valid", base + "x" * (4096 - len(base) - 2) + '"}')
+    add_redeem("§4.2 JSON whitespace around the members", "valid", ' {\n  "challenge" : "%s" ,\n\t"answer": "%s"\r\n}\n' %
+               (b64u(f), b64u(answer(f))))
+    nest = lambda n, inner: "[" * n + inner + "]" * n
+    add_redeem("§4.2 SPEC §6.1 depth: 16 levels (the object, 14 arrays, a number) are accepted", "valid",
+               request(f, extra=',"x":' + nest(14, "0")))
+    add_redeem("§4.2 member names and values are read after JSON unescaping", "valid",
+               '{"\\u0063hallenge":"\\u%04x%s","an\\u0073wer":"%s"}' % (ord(b64u(f)[0]), b64u(f)[1:], b64u(answer(f))))
+    add_redeem("§4.3 step 8: a store holding other ids", "valid", request(f), redeemed=[challenge_id(a).hex(), challenge_id(b).hex()])
+    add_redeem("§1 the client's key with a kid has the same thumbprint; the origin in another spelling", "valid",
+               request(make(client="clientEd25519")), client="clientEd25519Named", origin="HTTPS://API.EXAMPLE.COM:443/.well-known/signcore/attest")
+    add_redeem("§1 an HMAC client key (an app's key)", "valid", request(make(client="clientHmac")), client="clientHmac")
+    add_redeem("§1 a P-256 client key, on an origin with a port", "valid",
+               request(make(client="clientP256", origin="http://127.0.0.1:8080")), client="clientP256", origin="http://127.0.0.1:8080/x")
+    big = make(issued=2 ** 56 + 1234567, d=4)
+    add_redeem("§1 times are u64: a challenge issued at 2^56 + 1234567 ms", "valid", request(big), now=2 ** 56 + 1234567 + 10000)
+    add_redeem("§3.2 d 10", "valid", request(make(d=10, k=1)))
+    d1 = make(d=1, k=4)
+    assert bytes(8) in [answer(d1)[i:i + 8] for i in range(0, 32, 8)]
+    add_redeem("§3.2 d 1: some counters are 0", "valid", request(d1))
+    exact = make(d=8, k=2)
+    ans = answer(exact)
+    assert any(256 - int.from_bytes(sub_solution(pow_prefix(exact), i, int.from_bytes(ans[8 * i:8 * i + 8], "big")), "big").bit_length() == 8
+               for i in range(2))
+    add_redeem("§3.2 a sub-solution of exactly d leading zero bits meets d", "valid", request(exact))
+    p = pow_prefix(exact)
+    short = next(c for c in range(10 ** 6) if 256 - int.from_bytes(sub_solution(p, 0, c), "big").bit_length() == 7)
+    add_redeem("§3.2 a sub-solution of d - 1 leading zero bits does not meet d", "wrongAnswer",
+               request(exact, short.to_bytes(8, "big") + ans[8:]))
+
+    # configuration
+    add_redeem("§1 a set with no OKP or EC key cannot issue the token: nothing is redeemed", "invalidConfiguration", request(make()),
+               server=("challengeKey",))
+    add_redeem("§1 a set of two oct keys cannot issue tokens", "invalidConfiguration", request(make()),
+               server=("challengeKey", "challengeKeyOld"))
+    add_redeem("§4.3 order: the configuration before step 1 (a set without a token key, a body that is not JSON)",
+               "invalidConfiguration", "nonsense", server=("challengeKey",))
+    # step 1: §4.2
+    g = make()
+    pad = request(g)[:-1] + ',"pad":"'
+    add_redeem("§4.2 a body of 4097 bytes is bodyTooLarge", "bodyTooLarge", pad + "x" * (4097 - len(pad) - 2) + '"}')
+    add_redeem("§4.2 the limit counts bytes: 4097 bytes in fewer characters", "bodyTooLarge",
+               pad + "é" * ((4097 - len(pad) - 2) // 2) + "x" * ((4097 - len(pad) - 2) % 2) + '"}')
+    add_redeem("§4.2 order: bodyTooLarge before anything is parsed (4097 bytes that are not JSON)", "bodyTooLarge", "x" * 4097)
+    add_redeem("§4.2 a body that is not UTF-8 (a byte 0xFF in a member) is not JSON", "attestationMalformed",
+               body_hex=(request(g)[:-1] + ',"x":"').encode().hex() + "ff" + '"}'.encode().hex())
+    add_redeem("§4.2 a byte-order mark is refused", "attestationMalformed", body_hex="efbbbf" + request(g).encode().hex())
+    add_redeem("§4.2 UTF-8 is strict (SPEC §1.3): an encoded surrogate in a member", "attestationMalformed",
+               body_hex=(request(g)[:-1] + ',"x":"').encode().hex() + "eda080" + '"}'.encode().hex())
+    add_redeem("§4.2 not JSON", "attestationMalformed", "challenge=%s&answer=%s" % (b64u(g), b64u(answer(g))))
+    add_redeem("§4.2 an empty body", "attestationMalformed", "")
+    add_redeem("§4.2 a JSON array is not an object", "attestationMalformed", '["%s","%s"]' % (b64u(g), b64u(answer(g))))
+    add_redeem("§4.2 a JSON string is not an object", "attestationMalformed", json.dumps(request(g)))
+    add_redeem("§4.2 JSON followed by other bytes", "attestationMalformed", request(g) + "x")
+    add_redeem("§4.2 a duplicate challenge member", "attestationMalformed", request(g)[:-1] + ',"challenge":"%s"}' % b64u(g))
+    add_redeem("§4.2 a duplicate answer member", "attestationMalformed", request(g)[:-1] + ',"answer":"%s"}' % b64u(answer(g)))
+    add_redeem("§4.2 duplicates are compared after unescaping (answer and \\u0061nswer)", "attestationMalformed",
+               request(g)[:-1] + ',"\\u0061nswer":"%s"}' % b64u(answer(g)))
+    add_redeem("§4.2 a duplicate member in a nested object of an ignored member", "attestationMalformed",
+               request(g, extra=',"x":{"a":1,"a":2}'))
+    add_redeem("§4.2 SPEC §6.1 depth: 17 levels are refused", "attestationMalformed", request(g, extra=',"x":' + nest(15, "0")))
+    add_redeem("§4.2 a lone surrogate escape in an ignored member", "attestationMalformed", request(g, extra=',"x":"\\ud800"'))
+    add_redeem("§4.2 NaN is not JSON", "attestationMalformed", request(g, extra=',"x":NaN'))
+    add_redeem("§4.2 the challenge member missing", "attestationMalformed", '{"answer":"%s"}' % b64u(answer(g)))
+    add_redeem("§4.2 the answer member missing", "attestationMalformed", '{"challenge":"%s"}' % b64u(g))
+    add_redeem("§4.2 an empty object", "attestationMalformed", "{}")
+    add_redeem("§4.2 a challenge that is not a string (an array of it)", "attestationMalformed",
+               '{"challenge":["%s"],"answer":"%s"}' % (b64u(g), b64u(answer(g))))
+    add_redeem("§4.2 an answer that is not a string (a number)", "attestationMalformed", '{"challenge":"%s","answer":12}' % b64u(g))
+    add_redeem("§4.2 an answer that is null", "attestationMalformed", '{"challenge":"%s","answer":null}' % b64u(g))
+    add_redeem("§4.2 an answer that is not base64url (+ and /)", "attestationMalformed",
+               request(g, base64.b64encode(answer(g)).decode().rstrip("=").replace("-", "+").replace("_", "/") + "+/"))
+    add_redeem("§4.2 an answer with padding", "attestationMalformed", request(g, b64u(answer(g)) + "="))
+    ga = b64u(answer(g))
+    add_redeem("§4.2 an answer whose unused trailing bits are not zero (SPEC §1.2)", "attestationMalformed",
+               request(g, ga[:-1] + ALPHABET[ALPHABET.index(ga[-1]) ^ 1]))
+    # step 1: §2.4
+    gt = b64u(g)
+    add_redeem("§2.4 a challenge with padding", "attestationMalformed", request(gt + "=", answer(g)))
+    add_redeem("§2.4 a challenge whose unused trailing bits are not zero", "attestationMalformed",
+               request(gt[:-1] + ALPHABET[ALPHABET.index(gt[-1]) ^ 1], answer(g)))
+    add_redeem("§2.4 a challenge with a character outside base64url", "attestationMalformed", request(gt[:10] + "." + gt[11:], answer(g)))
+    add_redeem("§2.4 a challenge text of more than 1024 bytes", "attestationMalformed", request(gt + "A" * (1028 - len(gt)), answer(g)))
+    add_redeem("§2.4 an empty challenge", "attestationMalformed", request("", answer(g)))
+    add_redeem("§2.4 a challenge of 3 bytes", "attestationMalformed", request(b"\x01\x01\x06", bytes(16)))
+    add_redeem("§2.4 a challenge of 135 bytes (fewer than 136)", "attestationMalformed", request(g[:135], answer(g)))
+    add_redeem("§2.4 a challenge one byte short (135 + m - 1)", "attestationMalformed", request(g[:-1], answer(g)))
+    add_redeem("§2.4 a challenge one byte long (135 + m + 1)", "attestationMalformed", request(g + b"\x00", answer(g)))
+    for what, changes, ans in (("version 2", dict(version=2), None), ("version 0", dict(version=0), None),
+                               ("type 2 (reserved)", dict(type_=2), None), ("type 0", dict(type_=0), None),
+                               ("d 0", dict(d=0), None), ("d 33", dict(d=33), bytes(16)),
+                               ("k 0", dict(k=0), b""), ("k 17", dict(k=17), bytes(136)),
+                               ("levels 0", dict(levels=0), None), ("ttl 0", dict(ttl=0), None), ("ttl 3601", dict(ttl=3601), None),
+                               ("ttl 16777217 (0x01000001: the four bytes are read)", dict(ttl=0x01000001), None),
+                               ("minElapsed ttl x 1000 (300000)", dict(min_elapsed=300000), None),
+                               ("minElapsed 16777216 (0x01000000: the four bytes are read)", dict(min_elapsed=0x01000000), None),
+                               ("a kid of 0 bytes", dict(kid=b""), None), ("a kid of 65 bytes", dict(kid=b"k" * 65), None),
+                               ("a kid with a dot", dict(kid=b"challenge.2026"), None),
+                               ("a kid with a non-ASCII byte", dict(kid="challengé".encode()), None),
+                               ("a kid with a space", dict(kid=b"challenge 2026"), None),
+                               ("a kid whose first byte is outside the set", dict(kid=b"/hallenge-2026"), None),
+                               ("a kid whose last byte is outside the set", dict(kid=b"challenge-2026/"), None)):
+            ch = craft(**changes)
+            add_redeem("§2.4 a challenge of %s, its tag valid" % what, "attestationMalformed",
+                       request(ch, ans if ans is not None else (answer(ch) if 1 <= ch[2] <= 12 and 1 <= ch[3] <= 16 else bytes(16))))
+    d32 = craft(d=32, k=16, levels=65535, ttl=3600, min_elapsed=3599999)
+    add_redeem("§2.4 d 32, k 16, levels 65535, ttl 3600, minElapsed 3599999 are accepted (the zero answer is then a wrong answer)",
+               "wrongAnswer", request(d32, bytes(128)), now=ISSUED + 3599999)
+    # step 1: the answer's length
+    h = make(k=3)
+    add_redeem("§4.3 step 1: an answer one byte short (8k - 1)", "attestationMalformed", request(h, answer(h)[:-1]))
+    add_redeem("§4.3 step 1: an answer one byte long (8k + 1)", "attestationMalformed", request(h, answer(h) + b"\x00"))
+    add_redeem("§4.3 step 1: an answer with one counter more (8k + 8)", "attestationMalformed", request(h, answer(h) + bytes(8)))
+    add_redeem("§4.3 step 1: an empty answer", "attestationMalformed", request(h, ""))
+    # step 2
+    i = make()
+    tampered = i[:-1] + bytes([i[-1] ^ 1])
+    add_redeem("§4.3 step 2: a tag with one bit flipped", "challengeForged", request(tampered, answer(tampered)))
+    lv = bytearray(i)
+    lv[5] = 3
+    add_redeem("§4.3 step 2: the levels changed after issue (1 to 3)", "challengeForged", request(bytes(lv), answer(bytes(lv))))
+    add_redeem("§1 rotation: a challenge of an oct key removed from the set", "challengeForged", request(old))
+    add_redeem("§4.3 step 2: a set without an oct key names no challenge key", "challengeForged", request(make()),
+               server=("tokenKey",))
+    imp = craft(key="challengeKeyImpostor")
+    add_redeem("§4.3 step 2: the kid of the server's key, tagged by another secret", "challengeForged", request(imp, answer(imp)))
+    okp = craft(kid=b"token-2026")
+    add_redeem("§4.3 step 2: a kid that names the server's OKP key (not an oct key)", "challengeForged", request(okp, answer(okp)))
+    dom = craft(context=TOKEN_CONTEXT)
+    add_redeem("§1 domain separation: a challenge tagged under the token's context (signcore-attestation/1)", "challengeForged",
+               request(dom, answer(dom)))
+    plain = bytearray(craft())
+    plain[-32:] = hmac.new(keys["challengeKey"].secret, bytes(plain[:-32]), hashlib.sha256).digest()
+    plain = bytes(plain)
+    add_redeem("§2.2 the tag is a SPEC §10 signature: HMAC of the body alone is forged", "challengeForged", request(plain, answer(plain)))
+    tok = issue_token([keys["tokenKey"]], 1, ISSUED, 3600, keys["clientEd25519"], ORIGIN, next(token_ids))
+    add_redeem("§1 domain separation: a token is not a challenge", "attestationMalformed", request(tok, bytes(16)))
+    # step 3
+    add_redeem("§4.3 step 3: expired at issuedAt + ttl x 1000 + skew (default 5000)", "challengeExpired", request(a),
+               now=ISSUED + 300000 + 5000)
+    add_redeem("§4.3 step 3: skew 0, expired at issuedAt + ttl x 1000", "challengeExpired", request(a), now=ISSUED + 300000, skew=0)
+    add_redeem("§4.3 step 3: skew 60000, expired at issuedAt + ttl x 1000 + 60000", "challengeExpired", request(a),
+               now=ISSUED + 360000, skew=60000)
+    add_redeem("§2.4, §4.3 step 3: ttl 3600 expires at issuedAt + 3600000 + 5000", "challengeExpired", request(c3600),
+               now=ISSUED + 3605000)
+    # step 4
+    add_redeem("§4.3 step 4: 1 ms too early: retry after 1 s", "challengeTooEarly", request(b), now=ISSUED + 1999)
+    add_redeem("§4.3 step 4: 1000 ms too early: retry after 1 s", "challengeTooEarly", request(b), now=ISSUED + 1000)
+    add_redeem("§4.3 step 4: 1001 ms too early: retry after 2 s (rounded up)", "challengeTooEarly", request(b), now=ISSUED + 999)
+    add_redeem("§4.3 step 4: at issue, 2000 ms too early: retry after 2 s", "challengeTooEarly", request(b), now=ISSUED)
+    add_redeem("§4.3 step 4: no skew: a challenge issued 1 ms ahead of this node's clock (minElapsed 0) is too early by 1 ms",
+               "challengeTooEarly", request(a), now=ISSUED - 1)
+    add_redeem("§4.3 step 4: no skew applies, even within it: 4001 ms ahead, retry after 5 s", "challengeTooEarly", request(a),
+               now=ISSUED - 4001)
+    # step 5
+    add_redeem("§4.3 step 5: another host", "challengeScopeMismatch", request(a), origin="https://evil.example.com")
+    add_redeem("§4.3 step 5: another scheme", "challengeScopeMismatch", request(a), origin="http://api.example.com")
+    add_redeem("§4.3 step 5: another port", "challengeScopeMismatch", request(a), origin="https://api.example.com:8443")
+    add_redeem("§4.3 step 5: a subdomain", "challengeScopeMismatch", request(a), origin="https://www.api.example.com")
+    # step 6
+    add_redeem("§4.3 step 6: the request signed by another client key", "challengeKeyMismatch", request(a), client="clientOther")
+    add_redeem("§4.3 step 6: the request signed by a P-256 key", "challengeKeyMismatch", request(a), client="clientP256")
+    add_redeem("§4.3 step 6: the request signed by an HMAC key", "challengeKeyMismatch", request(a), client="clientHmac")
+    # step 7
+    j = make(d=8, k=2)
+    ja = answer(j)
+    assert not answer_meets(j, 8, 2, bytes(16))
+    add_redeem("§4.3 step 7: an answer of zeros", "wrongAnswer", request(j, bytes(16)))
+    add_redeem("§3.3 no splice: the counters swapped between the two sub-solutions", "wrongAnswer", request(j, ja[8:] + ja[:8]))
+    assert not answer_meets(j, 8, 2, ja[8:] + ja[:8])
+    k2 = make(d=8, k=2)
+    assert not answer_meets(j, 8, 2, answer(k2))
+    add_redeem("§3.3 the answer of another challenge of the same parameters", "wrongAnswer", request(j, answer(k2)))
+    add_redeem("§3.4 every sub-solution is checked: the last one wrong", "wrongAnswer", request(j, ja[:8] + bytes(8)))
+    firstbad = next(c for c in range(10 ** 6) if not meets_difficulty(sub_solution(pow_prefix(j), 0, c), 8))
+    add_redeem("§3.4 every sub-solution is checked: the first one wrong", "wrongAnswer", request(j, firstbad.to_bytes(8, "big") + ja[8:]))
+    # step 8
+    add_redeem("§4.3 step 8: a challenge already redeemed (its answer valid)", "challengeRedeemed", request(a),
+               redeemed=[challenge_id(a).hex()])
+    # the order of adjacent steps
+    n = make()
+    nt = n[:-1] + bytes([n[-1] ^ 1])
+    add_redeem("§4.3 order: step 1 before step 2 (an answer one byte short, a forged tag)", "attestationMalformed",
+               request(nt, answer(nt)[:-1]))
+    add_redeem("§4.3 order: step 2 before step 3 (a forged tag, expired)", "challengeForged", request(nt, answer(nt)), now=ISSUED + 305000)
+    add_redeem("§4.3 order: step 4 before step 5 (too early, another origin)", "challengeTooEarly", request(b), now=ISSUED + 1500,
+               origin="https://evil.example.com")
+    add_redeem("§4.3 order: step 5 before step 6 (another origin, another client key)", "challengeScopeMismatch", request(a),
+               origin="https://evil.example.com", client="clientOther")
+    add_redeem("§4.3 order: step 6 before step 7 (another client key, a wrong answer)", "challengeKeyMismatch", request(j, bytes(16)),
+               client="clientOther")
+    add_redeem("§4.3 order: step 7 before step 8 (a wrong answer to a redeemed challenge)", "wrongAnswer", request(j, bytes(16)),
+               redeemed=[challenge_id(j).hex()])
+    add_redeem("§4.3 order: step 3 before step 5 (expired, another origin)", "challengeExpired", request(a), now=ISSUED + 305000,
+               origin="https://evil.example.com")
+    add_redeem("§4.3 order: step 3 before step 8 (expired and redeemed)", "challengeExpired", request(a), now=ISSUED + 305000,
+               redeemed=[challenge_id(a).hex()])
+
+    # ---- token cases (§5.1, §5.2, §4.4)
+    def add_token(comment, want="valid", server="tokenKey", levels=1, issued=ISSUED, ttl=3600, client="clientEd25519", origin=ORIGIN,
+                  now=ISSUED + 1999):
+        inputs = servers(server)
+        inputs.update(levels=levels, issuedAt=issued, ttl=ttl, clientKey=client, origin=origin, tokenID=next(token_ids).hex(), now=now)
+        return add("token", comment, want, inputs)
+
+    add_token("§5 a token of level 1 for an Ed25519 client key, an hour; §4.4 now in whole seconds (rounded down)")
+    add_token("§5.1 two levels (3), the longest ttl (86400), a P-256 client key, an origin with a port", levels=3, ttl=86400,
+              client="clientP256", origin="http://127.0.0.1:8080/attest", now=ISSUED + 86400000)
+    add_token("§5.1 ttl 1, levels 65535, an HMAC client key", levels=65535, ttl=1, client="clientHmac", now=ISSUED)
+    add_token("§5.1 a server key id of 64 characters (m = 64)", server="tokenKey64")
+    add_token("§5.1 a server key id of 1 character (m = 1)", server="tokenKey1")
+    add_token("§5.1 a server key without kid: named by its thumbprint", server="tokenKeyUnnamed")
+    add_token("§1 times are u64: issuedAt above 2^56 ms", issued=2 ** 56 + 1234567, now=2 ** 56 + 1234567)
+    add_token("§1 server keys: the first OKP or EC key of the set issues", server=["challengeKey", "tokenKey", "tokenKeyOld"])
+    add_token("§1 server keys: the old key, alone, issues", server="tokenKeyOld")
+    add_token("§1 server keys: an oct key does not sign tokens", "invalidConfiguration", server="challengeKey")
+    add_token("§1 server keys: a set with no OKP or EC key cannot issue a token", "invalidConfiguration",
+              server=["challengeKey", "challengeKeyOld"])
+    for what, changes in (("levels 0", dict(levels=0)), ("levels 65536 (not a u16)", dict(levels=65536)), ("ttl 0", dict(ttl=0)),
+                          ("ttl 86401", dict(ttl=86401))):
+        add_token("§5.1 a token §5.4 would refuse is not issued: %s (a deployment's setting)" % what, "invalidConfiguration", **changes)
+    add_token("§5.2, SPEC §10.3 a public key cannot sign tokens", "invalidKey", server="tokenKeyPublic")
+
+    # ---- check cases (§5.4, §5.5)
+    def mint(levels=1, issued=ISSUED, ttl=3600, client="clientEd25519", origin=ORIGIN, key="tokenKey") -> bytes:
+        return issue_token([keys[key]], levels, issued, ttl, keys[client], origin, next(token_ids))
+
+    def forge(key="tokenKey", kid=None, context=TOKEN_CONTEXT, version=1, levels=1, issued=ISSUED, ttl=3600) -> bytes:
+        """A token with any header and kid, signed by `key` (so that only the field under test is wrong)."""
+        kid = keys[key].kid.encode() if kid is None else kid
+        body = TOKEN_HEAD.pack(version, levels, issued, ttl) + ED + origin_digest(ORIGIN) + next(token_ids) + bytes([len(kid)]) + kid
+        return body + sign_message(keys[key], context, body)[1]
+
+    CHECKERS = ("challengeKey", "tokenKey")
+
+    def add_check(comment, want, field, server=CHECKERS, client="clientEd25519", covered=None, origin=ORIGIN, now=ISSUED + 60000, skew=None,
+                  required=1):
+        inputs = {"serverKeys": list(server), "field": b64u(field) if isinstance(field, bytes) else field, "clientKey": client}
+        if covered is not None:
+            inputs["covered"] = covered
+        inputs.update(origin=origin, now=now)
+        if skew is not None:
+            inputs["skew"] = skew
+        inputs["required"] = required
+        return add("check", comment, want, inputs)
+
+    t = mint()
+    add_check("§5.5 a token checked: its levels, issuedAt, expiry and tokenID", "valid", t)
+    add_check("§5.5 step 1: the wtoken covers other fields as well", "valid", t, covered=["attest-token", "content-type", "x-tenant"])
+    p = mint(key="tokenKeyP256", levels=3)
+    add_check("§5.2 an ES256 token (P-256 server key)", "valid", p, server=("challengeKey", "tokenKey", "tokenKeyP256"))
+    ps = int.from_bytes(p[-32:], "big")
+    add_check("§5.2, SPEC §10.2 an ES256 token with n - s verifies too", "valid", p[:-32] + (P256_N - ps).to_bytes(32, "big"),
+              server=("tokenKeyP256",))
+    add_check("§5.2, SPEC §10.2 an ES256 token with s = n", "attestationInvalid", p[:-32] + P256_N.to_bytes(32, "big"),
+              server=("tokenKeyP256",))
+    add_check("§5.5 step 3: an ES256 token at a server whose set lacks its key", "attestationInvalid", p)
+    told = mint(key="tokenKeyOld")
+    add_check("§1 rotation: a token of the old key, still in the set after the new one", "valid", told,
+              server=("challengeKey", "tokenKey", "tokenKeyOld"))
+    add_check("§1 rotation: a token of a key removed from the set", "attestationInvalid", told)
+    t3 = mint(levels=3)
+    add_check("§1 levels: a token of levels 3 meets a requirement of 1", "valid", t3, required=1)
+    add_check("§1 levels: a token of levels 3 meets a requirement of 2", "valid", t3, required=2)
+    add_check("§1 levels: a token of levels 3 meets a requirement of 3 (every level)", "valid", t3, required=3)
+    add_check("§5.5 step 7: levels 3 do not meet a requirement of 4", "attestationInsufficient", t3, required=4)
+    add_check("§5.5 step 7: levels 3 do not meet a requirement of 5 (one of its two levels is missing)", "attestationInsufficient", t3,
+              required=5)
+    add_check("§5.5 step 7: levels 1 do not meet a requirement of 3", "attestationInsufficient", t, required=3)
+    tmax = mint(levels=65535, ttl=86400)
+    add_check("§5.4 levels 65535 and ttl 86400 are accepted; they meet a requirement of 32768", "valid", tmax, required=32768)
+    add_check("§5.4 ttl 1: valid until issuedAt + 1000 + skew", "valid", mint(ttl=1), now=ISSUED + 5999)
+    add_check("§5.4 a server key id of 64 characters (m = 64)", "valid", mint(key="tokenKey64"), server=("tokenKey64",))
+    add_check("§5.4 a server key id of 1 character (m = 1)", "valid", mint(key="tokenKey1"), server=("tokenKey", "tokenKey1"))
+    add_check("§5.2 a server key named by its thumbprint", "valid", mint(key="tokenKeyUnnamed"), server=("tokenKeyUnnamed",))
+    add_check("§1 the client's key with a kid has the same thumbprint; the origin in another spelling", "valid", t,
+              client="clientEd25519Named", origin="https://API.example.com:443/v1/orders?id=42")
+    add_check("§1 an HMAC client key (an app's key)", "valid", mint(client="clientHmac"), client="clientHmac")
+    add_check("§1 a P-256 client key, on an origin with a port", "valid", mint(client="clientP256", origin="http://127.0.0.1:8080"),
+              client="clientP256", origin="http://127.0.0.1:8080/v1/x")
+    add_check("§1 times are u64: a token issued at 2^56 + 1234567 ms", "valid", mint(issued=2 ** 56 + 1234567),
+              now=2 ** 56 + 1234567)
+    early = mint(issued=1000, ttl=60)
+    add_check("§5.5 step 4: issuedAt below the skew (1000 ms after 1970; no underflow), now 0", "valid", early, now=0)
+    # step 4 boundaries
+    add_check("§5.5 step 4: now = issuedAt - skew is accepted (default skew 5000)", "valid", t, now=ISSUED - 5000)
+    add_check("§5.5 step 4: now = issuedAt - skew - 1 is expired", "attestationExpired", t, now=ISSUED - 5001)
+    add_check("§5.5 step 4: the last millisecond before issuedAt + ttl x 1000 + skew", "valid", t, now=ISSUED + 3600000 + 4999)
+    add_check("§5.5 step 4: expired at issuedAt + ttl x 1000 + skew", "attestationExpired", t, now=ISSUED + 3605000)
+    add_check("§5.5 step 4: skew 0, now = issuedAt is accepted", "valid", t, now=ISSUED, skew=0)
+    add_check("§5.5 step 4: skew 0, now = issuedAt - 1 is expired", "attestationExpired", t, now=ISSUED - 1, skew=0)
+    add_check("§5.5 step 4: skew 0, the last millisecond before issuedAt + ttl x 1000", "valid", t, now=ISSUED + 3599999, skew=0)
+    add_check("§5.5 step 4: skew 0, expired at issuedAt + ttl x 1000", "attestationExpired", t, now=ISSUED + 3600000, skew=0)
+    add_check("§5.5 step 4: skew 60000, now = issuedAt - 60000 is accepted", "valid", t, now=ISSUED - 60000, skew=60000)
+    add_check("§5.5 step 4: skew 60000, expired at issuedAt + ttl x 1000 + 60000", "attestationExpired", t, now=ISSUED + 3660000,
+              skew=60000)
+    add_check("§5.5 step 4: expired: a ttl of 86400 s, a day and the skew later", "attestationExpired", tmax,
+              now=ISSUED + 86400000 + 5000)
+    # step 1
+    add_check("§5.5 step 1: a wtoken that covers no field", "headerNotCovered", t, covered=[])
+    add_check("§5.5 step 1: a wtoken that covers other fields only", "headerNotCovered", t, covered=["attest-tokens", "content-type"])
+    # step 2: §5.4
+    tt = b64u(t)
+    add_check("§5.4 an empty field", "attestationMalformed", "")
+    add_check("§5.4 a field with padding", "attestationMalformed", tt + "=")
+    assert len(tt) % 4 == 3  # the last character carries 2 unused bits
+    add_check("§5.4 a field whose unused trailing bits are not zero", "attestationMalformed", tt[:-1] + ALPHABET[ALPHABET.index(tt[-1]) ^ 1])
+    add_check("§5.4 a field with a character outside base64url", "attestationMalformed", tt[:20] + "+" + tt[21:])
+    add_check("§5.4 a field of more than 1024 bytes", "attestationMalformed", tt + "A" * (1028 - len(tt)))
+    add_check("§5.4 a token of 3 bytes", "attestationMalformed", b"\x01\x00\x01")
+    add_check("§5.4 a token of 160 bytes (fewer than 161)", "attestationMalformed", t[:160])
+    add_check("§5.4 a token one byte short (160 + m - 1)", "attestationMalformed", t[:-1])
+    add_check("§5.4 a token one byte long (160 + m + 1)", "attestationMalformed", t + b"\x00")
+    for what, changes in (("version 2", dict(version=2)), ("version 0", dict(version=0)), ("levels 0", dict(levels=0)),
+                          ("ttl 0", dict(ttl=0)), ("ttl 86401", dict(ttl=86401)),
+                          ("ttl 16777217 (0x01000001: the four bytes are read)", dict(ttl=0x01000001)),
+                          ("a kid of 0 bytes", dict(kid=b"")), ("a kid of 65 bytes", dict(kid=b"t" * 65)),
+                          ("a kid with a dot", dict(kid=b"token.2026")), ("a kid with a non-ASCII byte", dict(kid="tokén".encode())),
+                          ("a kid with a space", dict(kid=b"token 2026")), ("a kid whose first byte is outside the set", dict(kid=b"/oken-2026")),
+                          ("a kid whose last byte is outside the set", dict(kid=b"token-2026/"))):
+        add_check("§5.4 a token of %s, its signature valid" % what, "attestationMalformed", forge(**changes))
+    # step 3
+    add_check("§5.5 step 3: a signature with one bit flipped", "attestationInvalid", t[:-1] + bytes([t[-1] ^ 1]))
+    up = bytearray(t)
+    up[2] = 3
+    add_check("§5.5 step 3: the levels raised after issue (1 to 3)", "attestationInvalid", bytes(up))
+    add_check("§5.5 step 3: the kid of the server's key, signed by another key", "attestationInvalid", forge(key="tokenKeyImpostor"))
+    add_check("§5.5 step 3: a kid that names the server's oct key", "attestationInvalid", forge(kid=b"challenge-2026"))
+    add_check("§1 domain separation: a token signed under the challenge's context (signcore-challenge/1)", "attestationInvalid",
+              forge(context=CHALLENGE_CONTEXT))
+    s_ed = int.from_bytes(t[-32:], "little")
+    add_check("§5.2, SPEC §10.2 an EdDSA signature with S + L", "attestationInvalid", t[:-32] + (s_ed + ED_L).to_bytes(32, "little"))
+    add_check("§1 domain separation: a challenge is not a token", "attestationMalformed", a)
+    # steps 5, 6
+    add_check("§5.5 step 5: another host", "attestationScopeMismatch", t, origin="https://evil.example.com")
+    add_check("§5.5 step 5: another port", "attestationScopeMismatch", t, origin="https://api.example.com:444")
+    add_check("§5.5 step 6: the token beside another client key's signature", "attestationKeyMismatch", t, client="clientOther")
+    add_check("§5.5 step 6: the token beside a P-256 key's signature", "attestationKeyMismatch", t, client="clientP256")
+    # the order of adjacent steps
+    bad = forge(levels=0)
+    add_check("§5.5 order: step 1 before step 2 (not covered, malformed)", "headerNotCovered", "", covered=["content-type"])
+    add_check("§5.5 order: step 2 before step 3 (levels 0 and a broken signature)", "attestationMalformed",
+              bad[:-1] + bytes([bad[-1] ^ 1]))
+    add_check("§5.5 order: step 3 before step 4 (a broken signature, expired)", "attestationInvalid", t[:-1] + bytes([t[-1] ^ 1]),
+              now=ISSUED + 3605000)
+    add_check("§5.5 order: step 4 before step 5 (expired, another origin)", "attestationExpired", t, now=ISSUED + 3605000,
+              origin="https://evil.example.com")
+    add_check("§5.5 order: step 5 before step 6 (another origin, another client key)", "attestationScopeMismatch", t,
+              origin="https://evil.example.com", client="clientOther")
+    add_check("§5.5 order: step 6 before step 7 (another client key, levels not met)", "attestationKeyMismatch", t, client="clientOther",
+              required=2)
+    add_check("§5.5 order: step 1 before step 3 (not covered, forged)", "headerNotCovered", forge(key="tokenKeyImpostor"), covered=[])
+
+    number = 0
+    for name in ATTEST_SECTIONS:
+        for case in sections[name]:
+            number += 1
+            case["tcId"] = number
+    return dict({"spec": "SignCore/3 attestation 1", "algorithm": "attest",
+                 "header": "docs/ATTEST.md §8. keys: JWKs by name (server keys, private; clients' keys). challenge: issue -> every "
+                           "value, and the smallest counters when solve is true; serverKeys (the set, in order) in place of serverKey "
+                           "where the selection of §1 is pinned. redeem: an attest request -> the challenge id recorded and the levels, "
+                           "or the error (retryAfter in seconds for challengeTooEarly); skew absent: 5000; redeemed: the ids the store "
+                           "holds. token: issue -> body, token, attest response. check: a token field -> levels, issuedAt, expires, "
+                           "tokenID, or the error; covered absent: [\"attest-token\"]. origin: the request's URL, whose origin (§1) is "
+                           "taken. Times in milliseconds",
+                 "numberOfTests": number, "keys": ATTEST_KEYS}, **sections)
+
+
 def write(name, doc):
     (VECTORS / name).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     print(f"{name}: {doc['numberOfTests']} cases")
@@ -1535,11 +2372,23 @@ def check():
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
     generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
                  "message.json": generate_message}
+    checked = ("canonical_url.json", "wtoken.json", "attest.json")  # checked case by case, not regenerated
     files = sorted(p.name for p in VECTORS.glob("*.json"))
     for name in files:
-        expect(name in generated or name in ("canonical_url.json", "wtoken.json"), f"{name}: no check for this vector file")
-    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json"):
+        expect(name in generated or name in checked, f"{name}: no check for this vector file")
+    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json"):
         expect(name in files, f"{name} is missing")
+    if "attest.json" in files:  # ATTEST §8: every case of every section, from its inputs
+        stored = json.loads((VECTORS / "attest.json").read_text())
+        keys = {n: Key(j) for n, j in stored["keys"].items()}
+        count = 0
+        for section, run in ATTEST_SECTIONS.items():
+            for tc in stored[section]:
+                count += 1
+                want = {k: tc[k] for k in ("result", "expected", "error", "retryAfter") if k in tc}
+                got = run(keys, tc)
+                expect(got == want, f"attest {section} {tc['tcId']}: {got.get('error', got['result'])}")
+        expect(count == stored["numberOfTests"], "attest.json: numberOfTests")
     for name in [n for n in files if n in generated or n == "wtoken.json"]:
         fresh = generated[name]() if name in generated else None
         stored = json.loads((VECTORS / name).read_text())
@@ -1581,6 +2430,9 @@ if __name__ == "__main__":
         write("jwk.json", generate_jwk())
         write("refusal.json", generate_refusal())
         write("message.json", generate_message())
+        write("attest.json", generate_attest())
     elif sys.argv[1:] == ["generate", "message"]:
         write("message.json", generate_message())
+    elif sys.argv[1:] == ["generate", "attest"]:
+        write("attest.json", generate_attest())
     sys.exit(0 if check() else 1)
