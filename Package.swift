@@ -39,7 +39,7 @@ var core: [Target] = [
         swiftSettings: backendSettings
     ),
     // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
-    .target(name: "SignHTTP", dependencies: ["SignCore", .product(name: "HTTPTypes", package: "swift-http-types"),
+    .target(name: "SignHTTP", dependencies: ["SignCore", "SignAttest", .product(name: "HTTPTypes", package: "swift-http-types"),
                                              .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")]),
     // Challenges, proof of work and attestation tokens (docs/ATTEST.md): wire formats and checks on
     // SignCore alone, stores behind protocols; no server package.

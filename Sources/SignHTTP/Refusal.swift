@@ -18,17 +18,22 @@ public struct Refusal: Sendable, Equatable {
     /// item: the name as a token, code and advice as parameters).
     public static let errorField = HTTPField.Name("signcore-error")!
 
-    /// - Parameter retryAfter: seconds a client should wait before retrying a request refused
-    ///   because the verifier could not decide (`overloaded`, `unavailable`), sent as `Retry-After`.
-    public init(_ error: SignCoreError, retryAfter: Int = 1) {
-        self.init(error, retryAfter: retryAfter, checkedFields: HTTPFields(), members: [:])
+    /// - Parameters:
+    ///   - retryAfter: seconds a client should wait before retrying a request refused because
+    ///     the verifier could not decide (`overloaded`, `unavailable`), sent as `Retry-After`.
+    ///   - serverTime: the server's clock, seconds since the epoch, sent as the `now` parameter
+    ///     of `signcore-error` (docs/ATTEST.md §7): on every 428 and 429, and on `expired` and
+    ///     `notYetValid`, so a client whose clock is off heals it in one round trip.
+    public init(_ error: SignCoreError, retryAfter: Int = 1, serverTime: Int64? = nil) {
+        self.init(error, retryAfter: retryAfter, serverTime: serverTime, checkedFields: HTTPFields(), members: [:])
     }
 
     /// A refusal with the header fields and problem members of the flow that refuses (a
     /// challenge's parameters in a 428, a `Retry-After` on a 429; SPEC §7.1, §7.3). Refuses
     /// (`invalidConfiguration`) a field the refusal sets itself, a field that frames the message,
     /// and a member of SPEC §7.1's, which keep their meaning.
-    public init(_ error: SignCoreError, retryAfter: Int = 1, fields: HTTPFields, members: [String: ProblemValue] = [:]) throws(SignCoreError) {
+    public init(_ error: SignCoreError, retryAfter: Int = 1, serverTime: Int64? = nil, fields: HTTPFields,
+                members: [String: ProblemValue] = [:]) throws(SignCoreError) {
         let own = error.code.status == 503 ? Self.ownFields : Self.ownFields.subtracting([.retryAfter])
         if let taken = fields.first(where: { own.contains($0.name) || Self.framingFields.contains($0.name) }) {
             throw SignCoreError(.invalidConfiguration, "a refusal sets the \(taken.name.canonicalName) field itself")
@@ -36,15 +41,16 @@ public struct Refusal: Sendable, Equatable {
         if let taken = members.keys.first(where: { Self.ownMembers.contains($0) }) {
             throw SignCoreError(.invalidConfiguration, "a refusal's problem sets the \(taken) member itself")
         }
-        self.init(error, retryAfter: retryAfter, checkedFields: fields, members: members)
+        self.init(error, retryAfter: retryAfter, serverTime: serverTime, checkedFields: fields, members: members)
     }
 
-    private init(_ error: SignCoreError, retryAfter: Int, checkedFields: HTTPFields, members: [String: ProblemValue]) {
+    private init(_ error: SignCoreError, retryAfter: Int, serverTime: Int64?, checkedFields: HTTPFields, members: [String: ProblemValue]) {
         let status = Self.status(for: error.code)
         var fields = HTTPFields()
         fields[.contentType] = "application/problem+json"
         fields[.cacheControl] = "no-store"
         fields[Self.errorField] = "\(error.code.name);code=\(error.code.rawValue);advice=\(error.code.advice.rawValue)"
+            + (Self.carriesServerTime(status: status, code: error.code) ? serverTime.map { ";now=\(max(0, $0))" } ?? "" : "")
         if status == .unauthorized {
             // RFC 9110 §15.5.2: a 401 names the authentication scheme that would succeed.
             fields[.wwwAuthenticate] = "SignCore error=\"\(error.code.name)\""
@@ -53,6 +59,12 @@ public struct Refusal: Sendable, Equatable {
         fields.append(contentsOf: checkedFields)
         response = HTTPResponse(status: status, headerFields: fields)
         body = Self.problem(error, status: status, adding: members)
+    }
+
+    /// Whether a refusal carries the server's time (docs/ATTEST.md §7): a 428, a 429, and the
+    /// codes of a clock that is off.
+    static func carriesServerTime(status: HTTPResponse.Status, code: SignCoreError.Code) -> Bool {
+        status == .preconditionRequired || status == .tooManyRequests || code == .expired || code == .notYetValid
     }
 
     /// The fields every refusal may set (SPEC §7.1).
@@ -74,7 +86,7 @@ public struct Refusal: Sendable, Equatable {
 
     /// The statuses refusals take, each with its reason phrase (made once, not per refusal).
     private static let standardStatuses: [HTTPResponse.Status] = [
-        .badRequest, .unauthorized, .forbidden, .contentTooLarge, .preconditionRequired, .tooManyRequests,
+        .badRequest, .unauthorized, .forbidden, .conflict, .contentTooLarge, .preconditionRequired, .tooManyRequests,
         .requestHeaderFieldsTooLarge, .internalServerError, .badGateway, .serviceUnavailable, .gatewayTimeout,
     ]
 

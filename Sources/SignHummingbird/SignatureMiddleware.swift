@@ -42,11 +42,13 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
         let decision = context.signCore.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
+        // Kept for the middlewares after this one (attestation reads its route's requirement there).
+        context.signCore.routeDecision = decision
         let (requirement, route) = (decision.signature, decision.route)
         if requirement == .off { return try await next(request, context) }
         var request = request
-        var context = context
         let started = ContinuousClock.now
         do {
             try checkConnectionField(of: request)
@@ -123,7 +125,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     }
 
     /// The refusal as a Hummingbird response (status, fields and problem document of SPEC §7.1).
-    public static func response(for error: SignCoreError) -> Response { Response(Refusal(error)) }
+    public static func response(for error: SignCoreError) -> Response { Response(Refusal(error, serverTime: SystemClock.seconds())) }
 }
 
 extension SignatureMiddleware where Verification == WTokenRequestVerifier {
@@ -149,7 +151,7 @@ extension SignCoreError: HTTPResponseError {
     public var status: HTTPResponse.Status { Refusal.status(for: code) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        Response(Refusal(self))
+        Response(Refusal(self, serverTime: SystemClock.seconds()))
     }
 }
 

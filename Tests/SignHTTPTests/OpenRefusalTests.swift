@@ -8,11 +8,11 @@ import Testing
 /// reads refusals with codes and advice it does not know (§7.2). Nothing here touches SignCore.
 @Suite struct OpenRefusalTests {
     static let solveChallenge = SignCoreError.Advice("solveChallenge", isRetryable: true)
-    static let challengeRequired = SignCoreError.Code(80, "challengeRequired", advice: solveChallenge, status: 428)
+    static let challengeRequired = SignCoreError.Code(980, "challengeRequired", advice: solveChallenge, status: 428)
     static let challengeField = HTTPField.Name("signcore-challenge")!
 
     @Test func aFlowAddsACodeAFieldAndProblemMembers() throws {
-        #expect(SignCoreError.Code.Range.challengesAndAttestation.contains(Self.challengeRequired.rawValue))
+        #expect(SignCoreError.Code.Range.deployment.contains(Self.challengeRequired.rawValue))
         let error = SignCoreError(Self.challengeRequired, "the route requires a solved challenge")
         var fields = HTTPFields()
         fields[Self.challengeField] = "v1;difficulty=18"
@@ -20,10 +20,10 @@ import Testing
                                   members: ["challenge": .object(["difficulty": .integer(18), "algorithms": .array([.string("sha256")])])])
         #expect(refusal.response.status == .preconditionRequired && refusal.response.status.reasonPhrase == "Precondition Required")
         #expect(refusal.response.headerFields[Self.challengeField] == "v1;difficulty=18")
-        #expect(refusal.response.headerFields[Refusal.errorField] == "challengeRequired;code=80;advice=solveChallenge")
+        #expect(refusal.response.headerFields[Refusal.errorField] == "challengeRequired;code=980;advice=solveChallenge")
         #expect(refusal.response.headerFields[.wwwAuthenticate] == nil && refusal.response.headerFields[.retryAfter] == nil)
         let text = String(decoding: refusal.body, as: UTF8.self)
-        #expect(text == #"{"advice":"solveChallenge","challenge":{"algorithms":["sha256"],"difficulty":18},"code":80,"#
+        #expect(text == #"{"advice":"solveChallenge","challenge":{"algorithms":["sha256"],"difficulty":18},"code":980,"#
             + #""detail":"the route requires a solved challenge","name":"challengeRequired","retryable":true,"status":428,"#
             + #""title":"Precondition Required","type":"about:blank"}"#)
 
@@ -42,7 +42,7 @@ import Testing
             #expect(throws: SignCoreError.self) { try Refusal(error, fields: fields) }
         }
         // A flow's 429 may ask the client to wait; a 503's Retry-After is the refusal's own.
-        let slowDown = SignCoreError.Code(120, "rateLimited", advice: .retryLater, status: 429)
+        let slowDown = SignCoreError.Code(920, "rateLimited", advice: .retryLater, status: 429)
         var wait = HTTPFields()
         wait[.retryAfter] = "30"
         #expect(try Refusal(SignCoreError(slowDown, "too many requests"), fields: wait).response.headerFields[.retryAfter] == "30")
@@ -55,7 +55,7 @@ import Testing
     @Test func aClientReadsCodesAndAdviceItDoesNotKnow() throws {
         let refusal = try Refusal(SignCoreError(Self.challengeRequired, "solve it"), fields: HTTPFields())
         let unknown = try #require(ReceivedRefusal(refusal.response))
-        #expect(unknown.codeNumber == 80 && unknown.name == "challengeRequired" && unknown.adviceToken == "solveChallenge")
+        #expect(unknown.codeNumber == 980 && unknown.name == "challengeRequired" && unknown.adviceToken == "solveChallenge")
         #expect(unknown.code == nil && unknown.advice == nil, "neither known: the request is not sent again by itself")
         #expect(unknown.status == 428)
         let adviceOnly = try #require(ReceivedRefusal(refusal.response, knownAdvice: [Self.solveChallenge]))

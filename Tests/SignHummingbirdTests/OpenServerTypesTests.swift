@@ -15,7 +15,7 @@ import Testing
 @Suite struct OpenServerTypesTests {
     static let key = try! SigningKey.generate(.ed25519, id: "device-7")
     static let proofField = HTTPField.Name("x-proof")!
-    static let proofMissing = SignCoreError.Code(100, "proofMissing", advice: .reSign, status: 401)
+    static let proofMissing = SignCoreError.Code(901, "proofMissing", advice: .reSign, status: 401)
 
     /// A body digest of the flow's own (here the whash's bytes, with a limit counted by itself).
     struct PrefixedDigest: BodyDigest {
@@ -113,7 +113,7 @@ import Testing
             #expect(tampered.status == .unauthorized && tampered.headers[Refusal.errorField] == "badSignature;code=12;advice=reSign")
             // No proof: the flow's own code.
             let bare = try await client.execute(uri: "/secret/report", method: .post, headers: [:], body: ByteBuffer(bytes: body))
-            #expect(bare.status == .unauthorized && bare.headers[Refusal.errorField] == "proofMissing;code=100;advice=reSign")
+            #expect(bare.status == .unauthorized && bare.headers[Refusal.errorField] == "proofMissing;code=901;advice=reSign")
             let open = try await client.execute(uri: "/open/info", method: .get, headers: [:])
             #expect(open.status == .ok && String(buffer: open.body) == "anonymous")
         }
@@ -130,7 +130,7 @@ import Testing
             let refused = try await client.execute(uri: "/secret/x", method: .get, headers: [:])
             #expect(refused.status == .unauthorized && refused.headers[HTTPField.Name("x-clearance")!] == "2")
             let problem = try JSONSerialization.jsonObject(with: Data(buffer: refused.body)) as? [String: Any]
-            #expect(problem?["clearance"] as? Int == 2 && problem?["code"] as? Int == 100 && problem?["name"] as? String == "proofMissing")
+            #expect(problem?["clearance"] as? Int == 2 && problem?["code"] as? Int == 901 && problem?["name"] as? String == "proofMissing")
         }
     }
 }
