@@ -30,7 +30,7 @@ public struct Attestor: Sendable {
     public func challenge(_ policy: ChallengePolicy, keyThumbprint: [UInt8], origin: String, now: UInt64) throws(SignCoreError) -> Challenge {
         try Challenge(difficulty: policy.difficulty, count: policy.count, levels: policy.levels, issuedAt: now, ttl: policy.ttl,
                       minElapsed: policy.minElapsed, keyThumbprint: keyThumbprint, originDigest: AttestationScope.originDigest(origin),
-                      key: keys.challengeKey)
+                      key: keys.issuingChallengeKey())
     }
 }
 

@@ -190,11 +190,15 @@ import SignAttest
         #expect(throws: SignCoreError.self) { try ChallengePolicy(levels: .level(0), ttl: 10, minElapsed: 10_000) }
         #expect(throws: SignCoreError.self) { try Attestor(keys: server, redemptions: InMemoryRedemptionStore(), skew: 60_001) }
         #expect(throws: SignCoreError.self) { try Attestor(keys: server, redemptions: InMemoryRedemptionStore(), tokenTTL: 86_401) }
-        #expect(throws: SignCoreError.self) { try AttestationKeys([SigningKey.generate(.ed25519)]) }
-        #expect(throws: SignCoreError.self) { try AttestationKeys([SigningKey.hmac(secret: Array(repeating: 1, count: 32))]) }
-        #expect(throws: SignCoreError.self) {
-            try AttestationKeys([SigningKey.hmac(secret: Array(repeating: 1, count: 32)), SigningKey.generate(.ed25519).publicOnly()])
+        // A set of one kind checks, and cannot issue the other kind.
+        let tokensOnly = try Attestor(keys: AttestationKeys([SigningKey.generate(.ed25519)]), redemptions: InMemoryRedemptionStore())
+        let noChallenges = #expect(throws: SignCoreError.self) {
+            try tokensOnly.challenge(ChallengePolicy(levels: .level(0)), keyThumbprint: Array(repeating: 0, count: 32), origin: origin, now: now)
         }
+        #expect(noChallenges?.code == .invalidConfiguration)
+        #expect(throws: SignCoreError.self) { try AttestationKeys([SigningKey.hmac(secret: Array(repeating: 1, count: 32))]).issuingTokenKey() }
+        let same = try SigningKey.generate(.ed25519, id: "same")
+        #expect(throws: SignCoreError.self) { try AttestationKeys([same, SigningKey.hmac(secret: Array(repeating: 1, count: 32), id: "same")]) }
     }
 
     @Test func theRedemptionStoreIsBounded() async throws {

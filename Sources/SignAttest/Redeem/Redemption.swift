@@ -6,6 +6,8 @@ extension Attestor {
     /// challenge id in one atomic step and returns the token. Nothing is written before the last
     /// step, so bad requests cost no store row.
     public func redeem(_ body: [UInt8], keyThumbprint: [UInt8], origin: String, now: UInt64) async throws(SignCoreError) -> AttestationToken {
+        // A node that cannot issue tokens redeems nothing.
+        let tokenKey = try keys.issuingTokenKey()
         // 1. An attest request whose challenge parses and whose answer is 8k bytes.
         let request = try AttestRequest(body: body)
         let challenge = request.challenge
@@ -38,7 +40,7 @@ extension Attestor {
             throw SignCoreError(.challengeRedeemed, "the challenge has been redeemed already")
         }
         return try AttestationToken(levels: challenge.levels, issuedAt: now, ttl: tokenTTL, keyThumbprint: keyThumbprint,
-                                    originDigest: challenge.originDigest, key: keys.tokenKey)
+                                    originDigest: challenge.originDigest, key: tokenKey)
     }
 }
 

@@ -91,6 +91,6 @@ extension Attestor {
         let ttl = min(token.ttl, Int(remaining / 1000))
         guard ttl >= 1 else { return token }
         return try AttestationToken(levels: union, issuedAt: now, ttl: ttl, keyThumbprint: token.keyThumbprint,
-                                    originDigest: token.originDigest, key: keys.tokenKey)
+                                    originDigest: token.originDigest, key: keys.issuingTokenKey())
     }
 }

@@ -32,12 +32,16 @@ public struct AttestationGate: Sendable {
 
     public static let defaultEndpoint = "/.well-known/signcore/attest"
 
-    /// Refuses (`invalidConfiguration`) no challenge, an endpoint that is not an absolute path
+    /// Refuses (`invalidConfiguration`) keys that cannot issue both challenges and tokens, no
+    /// challenge, an endpoint that is not an absolute path
     /// without a query, and a challenge field named like the token's or a refusal's own.
     public init(attestor: Attestor, challenges: [ChallengePolicy], names: AttestationFieldNames = .standard,
                 endpoint: String = AttestationGate.defaultEndpoint,
                 clock: @escaping @Sendable () -> UInt64 = { UInt64(max(0, SystemClock.milliseconds())) }) throws(SignCoreError) {
         guard !challenges.isEmpty else { throw SignCoreError(.invalidConfiguration, "attestation needs at least one challenge policy") }
+        // A gate issues both: challenges, and tokens for them.
+        _ = try attestor.keys.issuingChallengeKey()
+        _ = try attestor.keys.issuingTokenKey()
         guard endpoint.hasPrefix("/"), !endpoint.contains("?"), !endpoint.contains("#") else {
             throw SignCoreError(.invalidConfiguration, "the attest endpoint is an absolute path")
         }
