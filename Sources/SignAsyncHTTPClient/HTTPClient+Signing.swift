@@ -57,7 +57,7 @@ extension HTTPClient {
             throw SignCoreError(.invalidInput, "a signed request's body is given as the body parameter, not on the request")
         }
         let transport = ClientTransport(http: self, request: request, body: body, timeout: timeout)
-        return try await client.send(try Self.httpRequest(request), bodyWHash: body.whash, through: transport).1
+        return try await client.send(try Self.httpRequest(request), bodyWHash: body.whash, bodyLength: body.length, through: transport).1
     }
 
     /// `request` as swift-http-types has it, to be signed: the URL as it is written, its
@@ -85,6 +85,9 @@ private struct ClientTransport: SignedTransport {
     let body: SignableBody
     let timeout: TimeAmount
 
+    var direct: any DirectTransport { HTTPClientTransport(http: http, timeout: timeout) }
+    var detached: (any DirectTransport)? { HTTPClientTransport(http: http, timeout: timeout) }
+
     func send(_ signed: HTTPRequest) async throws -> (HTTPResponse, HTTPClientResponse) {
         var sent = request
         sent.headers = HTTPHeaders(signed.headerFields.map { ($0.name.rawName, $0.value) })
@@ -107,6 +110,35 @@ private struct ClientTransport: SignedTransport {
 
     func discard(_ response: HTTPClientResponse) async {
         _ = try? await response.body.collect(upTo: SigningClient.maxBodyLimit)  // read to its end, or the connection closes
+    }
+}
+
+/// AsyncHTTPClient for a policy's own requests (a client's attestation), during a request or
+/// after it.
+public struct HTTPClientTransport: DirectTransport {
+    public let http: HTTPClient
+    public let timeout: TimeAmount
+
+    public init(http: HTTPClient, timeout: TimeAmount = .seconds(30)) {
+        self.http = http
+        self.timeout = timeout
+    }
+
+    public func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8]) {
+        guard let scheme = request.scheme, let authority = request.authority, let path = request.path else {
+            throw SignCoreError(.invalidURL, "the request needs a scheme, an authority and a path")
+        }
+        var sent = HTTPClientRequest(url: scheme + "://" + authority + path)
+        sent.method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
+        sent.headers = HTTPHeaders(request.headerFields.map { ($0.name.rawName, $0.value) })
+        if !body.isEmpty { sent.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await http.execute(sent, timeout: timeout)
+        var fields = HTTPFields()
+        for header in response.headers {
+            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+        }
+        let bytes = try await response.body.collect(upTo: SigningClient.maxBodyLimit)
+        return (HTTPResponse(status: .init(code: Int(response.status.code)), headerFields: fields), Array(buffer: bytes))
     }
 }
 

@@ -16,10 +16,14 @@ import SignHTTP
 public struct SigningMiddleware: ClientMiddleware {
     public let client: SigningClient
     public let maxBufferedBody: Int
+    /// The transport the client's policies send their own requests through after a request has
+    /// ended (a token renewed in the background); without one they do it within a request.
+    public let detached: (any ClientTransport)?
 
-    public init(client: SigningClient, maxBufferedBody: Int = 16 << 20) {
+    public init(client: SigningClient, maxBufferedBody: Int = 16 << 20, detached: (any ClientTransport)? = nil) {
         self.client = client
         self.maxBufferedBody = maxBufferedBody
+        self.detached = detached
     }
 
     public func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
@@ -39,8 +43,11 @@ public struct SigningMiddleware: ClientMiddleware {
         let signing = try HTTPRequest(method: request.method, urlString: Self.url(of: request, baseURL: baseURL),
                                       headerFields: request.headerFields)
         let whash = hasher.finalize()
+        let detached = self.detached.map { OpenAPIDirectTransport(transport: $0, operationID: operationID) }
+        let length: Int64? = if case .known(let count)? = body?.length { count } else { nil }
         return try await withoutActuallyEscaping(next) { next in  // the transport lives only for this call
-            try await client.send(signing, bodyWHash: whash, through: NextTransport(request: request, body: body, baseURL: baseURL, next: next))
+            try await client.send(signing, bodyWHash: whash, bodyLength: length,
+                                  through: NextTransport(request: request, body: body, baseURL: baseURL, next: next, detachedTransport: detached))
         }
     }
 
@@ -64,6 +71,11 @@ private struct NextTransport: SignedTransport {
     let body: HTTPBody?
     let baseURL: URL
     let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    let detachedTransport: OpenAPIDirectTransport?
+
+    /// The rest of the chain, for the policies' requests on the origin during this one.
+    var direct: any DirectTransport { NextDirectTransport(next: next) }
+    var detached: (any DirectTransport)? { detachedTransport }
 
     func send(_ signed: HTTPRequest) async throws -> (HTTPResponse, HTTPBody?) {
         var sent = request
@@ -80,5 +92,46 @@ private struct NextTransport: SignedTransport {
     func discard(_ body: HTTPBody?) async {
         guard let body else { return }
         _ = try? await [UInt8](collecting: body, upTo: SigningClient.maxBodyLimit)
+    }
+}
+
+/// A policy's request down the rest of the chain, during the call it belongs to: the origin as
+/// the base URL, the request's path as the operation's.
+private struct NextDirectTransport: DirectTransport, @unchecked Sendable {
+    let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+
+    func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8]) {
+        let (base, operation) = try OpenAPIDirectTransport.split(request)
+        let (response, responseBody) = try await next(operation, body.isEmpty ? nil : HTTPBody(body), base)
+        return (response, try await OpenAPIDirectTransport.collect(responseBody))
+    }
+}
+
+/// A policy's request through an OpenAPI `ClientTransport`, usable after any call.
+struct OpenAPIDirectTransport: DirectTransport {
+    let transport: any ClientTransport
+    let operationID: String
+
+    func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8]) {
+        let (base, operation) = try Self.split(request)
+        let (response, responseBody) = try await transport.send(operation, body: body.isEmpty ? nil : HTTPBody(body), baseURL: base,
+                                                                operationID: operationID)
+        return (response, try await Self.collect(responseBody))
+    }
+
+    /// The origin as a base URL, and the request with its path alone.
+    static func split(_ request: HTTPRequest) throws -> (URL, HTTPRequest) {
+        guard let scheme = request.scheme, let authority = request.authority, let base = URL(string: scheme + "://" + authority) else {
+            throw SignCoreError(.invalidURL, "the request needs a scheme and an authority")
+        }
+        var operation = request
+        operation.scheme = nil
+        operation.authority = nil
+        return (base, operation)
+    }
+
+    static func collect(_ body: HTTPBody?) async throws -> [UInt8] {
+        guard let body else { return [] }
+        return try await [UInt8](collecting: body, upTo: SigningClient.maxBodyLimit)
     }
 }

@@ -16,7 +16,7 @@ extension URLSession {
     public func signedData(for request: HTTPRequest, body: Data = Data(), client: SigningClient) async throws -> (Data, HTTPResponse) {
         let whash = body.withUnsafeBytes { WHash.ofBody($0) }
         let sendsBody = try !body.isEmpty || RequestMethod(token: request.method.rawValue).contentClass == .body
-        return try await exchange(request, whash: whash, client: client) { signed in
+        return try await exchange(request, whash: whash, length: Int64(body.count), client: client) { signed in
             try await sendsBody ? self.upload(for: signed, from: body) : self.data(for: signed)
         }
     }
@@ -24,20 +24,40 @@ extension URLSession {
     /// Uploads a file as the body of `request` through `client`: the file is hashed once in
     /// constant memory, then URLSession streams it from disk on every attempt.
     public func signedUpload(for request: HTTPRequest, fromFile file: URL, client: SigningClient) async throws -> (Data, HTTPResponse) {
-        let (whash, _) = try WHash.ofFile(atPath: file.path)
-        return try await exchange(request, whash: whash, client: client) { signed in try await self.upload(for: signed, fromFile: file) }
+        let (whash, length) = try WHash.ofFile(atPath: file.path)
+        return try await exchange(request, whash: whash, length: Int64(length), client: client) { signed in
+            try await self.upload(for: signed, fromFile: file)
+        }
     }
 
-    private func exchange(_ request: HTTPRequest, whash: SHA256Digest, client: SigningClient,
+    private func exchange(_ request: HTTPRequest, whash: SHA256Digest, length: Int64, client: SigningClient,
                           _ transfer: @escaping (HTTPRequest) async throws -> (Data, HTTPResponse)) async throws -> (Data, HTTPResponse) {
-        let (response, data) = try await client.send(request, bodyWHash: whash, through: DataTransport(transfer: transfer))
+        let (response, data) = try await client.send(request, bodyWHash: whash, bodyLength: length,
+                                                     through: DataTransport(transfer: transfer, session: SessionTransport(session: self)))
         return (data, response)
+    }
+}
+
+/// URLSession for a policy's own requests (a client's attestation), during a request or after it.
+public struct SessionTransport: DirectTransport {
+    public let session: URLSession
+
+    public init(session: URLSession) { self.session = session }
+
+    public func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8]) {
+        let (data, response) = body.isEmpty && request.method != .post ? try await session.data(for: request)
+                                                                       : try await session.upload(for: request, from: Data(body))
+        return (response, Array(data.prefix(SigningClient.maxBodyLimit)))
     }
 }
 
 /// URLSession as a `SignedTransport`: the response body arrives whole, as `Data`.
 private struct DataTransport: SignedTransport {
     let transfer: (HTTPRequest) async throws -> (Data, HTTPResponse)
+    let session: SessionTransport
+
+    var direct: any DirectTransport { session }
+    var detached: (any DirectTransport)? { session }
 
     func send(_ request: HTTPRequest) async throws -> (HTTPResponse, Data) {
         let (data, response) = try await transfer(request)

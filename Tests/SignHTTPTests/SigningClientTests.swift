@@ -32,6 +32,15 @@ import Testing
         }
 
         func discard(_ body: [[UInt8]]) async { discarded += 1 }
+
+        var direct: any DirectTransport { NoDirectRequests() }
+    }
+
+    /// These tests' policies send no requests of their own.
+    struct NoDirectRequests: DirectTransport {
+        func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8]) {
+            throw SignCoreError(.invalidConfiguration, "no direct requests here")
+        }
     }
 
     struct AsyncChunks: AsyncSequence {

@@ -59,6 +59,12 @@ public struct Signer: Sendable {
                    allowsUnsignedBody: allowsUnsignedBody, clock: clock)
     }
 
+    /// The same signer covering `names` too (a flow's field, such as the attestation token's).
+    public func covering(_ names: [String]) throws(SignCoreError) -> Signer {
+        try Signer(key: key, lifetime: lifetime, account: account, coveredHeaders: coveredHeaders + names,
+                   allowsUnsignedBody: allowsUnsignedBody, clock: clock)
+    }
+
     /// The same signer reading another clock (a client's, corrected by an offset it learnt).
     public func withClock(_ clock: @escaping @Sendable () -> Int64) -> Signer {
         var signer = self

@@ -13,10 +13,32 @@ public protocol ExchangePolicy: Sendable {
 
     /// What to do after `exchange`'s response.
     func decide(_ exchange: Exchange) async -> ExchangeDecision
+
+    /// Before each attempt is signed: sets what the policy keeps for every request of the origin
+    /// (a token), or does first what would otherwise refuse the request (attest before a large
+    /// upload). The default does nothing. A thrown error ends the exchange.
+    func prepare(_ request: inout HTTPRequest, _ context: ExchangeContext) async throws(SignCoreError)
 }
 
 extension ExchangePolicy {
     public func bodyLimit(for response: HTTPResponse) -> Int { 0 }
+    public func prepare(_ request: inout HTTPRequest, _ context: ExchangeContext) async throws(SignCoreError) {}
+}
+
+/// What the policies share about one call of `SigningClient.send`, from its first attempt to
+/// its last.
+public struct ExchangeContext: Sendable {
+    /// What the client keeps for the request's origin.
+    public let origin: OriginState
+    /// The client, for its signer and clock.
+    public let client: SigningClient
+    /// The body's length, when the caller knows it.
+    public let bodyLength: Int64?
+    /// The policies' own requests during this call, and after it when the library allows.
+    public let direct: any DirectTransport
+    public let detached: (any DirectTransport)?
+    /// Values a policy keeps for this call only (how many challenges it has answered, say).
+    public let values: StateValues
 }
 
 /// What a policy decides after a response.
@@ -47,7 +69,9 @@ public struct Exchange: Sendable {
     /// 1 for the first attempt.
     public let attempt: Int
     /// What the client keeps for the request's origin (a token, a challenge's state).
-    public let origin: OriginState
+    public var origin: OriginState { context.origin }
     /// The client, for its clock offset.
-    public let client: SigningClient
+    public var client: SigningClient { context.client }
+    /// The call this attempt belongs to.
+    public let context: ExchangeContext
 }

@@ -20,6 +20,9 @@ public struct ReceivedRefusal: Sendable, Equatable {
     /// the token (SPEC §7.1's, or one of the `knownAdvice` given); nil when it knows neither:
     /// the request is not sent again by itself.
     public let advice: SignCoreError.Advice?
+    /// The server's clock, seconds since the epoch, when the refusal carries it (the `now`
+    /// parameter, docs/ATTEST.md §7).
+    public let serverTime: Int64?
 
     /// The longest `signcore-error` value read; a longer one is not a refusal this client reads.
     public static let maxFieldBytes = 512
@@ -37,6 +40,7 @@ public struct ReceivedRefusal: Sendable, Equatable {
         self.codeNumber = codeNumber
         self.name = name
         self.adviceToken = adviceToken
+        if case .integer(let now)? = item.rfc9651Parameters["now"], now >= 0 { serverTime = Int64(exactly: now) } else { serverTime = nil }
         let code = (SignCoreError.Code.allCases + knownCodes).first { $0.rawValue == codeNumber }
         self.code = code
         advice = code?.advice ?? (SignCoreError.Advice.allCases + knownAdvice).first { $0.rawValue.utf8.elementsEqual(adviceToken.utf8) }

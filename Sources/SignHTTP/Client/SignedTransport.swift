@@ -21,6 +21,26 @@ public protocol SignedTransport {
     /// Lets go of the body of a response that is not delivered (an attempt that is retried), so
     /// its connection can serve the next one.
     func discard(_ body: ResponseBody) async
+
+    /// The policies' own requests while this request is under way (the attest endpoint's, for a
+    /// challenge this request met), sent through the same library.
+    var direct: any DirectTransport { get }
+
+    /// The same, usable after this request has ended (a token renewed in the background); nil
+    /// when the library's path is bound to the request (an OpenAPI middleware's `next`), and
+    /// then the policies do such work within a request instead.
+    var detached: (any DirectTransport)? { get }
+}
+
+extension SignedTransport {
+    public var detached: (any DirectTransport)? { nil }
+}
+
+/// A small request of the policies' own, its body in memory, and the whole response, up to
+/// `SigningClient.maxBodyLimit` bytes of it: what a policy sends besides the caller's requests.
+/// The request is already signed.
+public protocol DirectTransport: Sendable {
+    func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8])
 }
 
 /// A body's chunks read so far by a peek, then the rest of the same iteration: what a streamed

@@ -22,16 +22,20 @@ public final class SigningClient: Sendable {
     public static let maxOrigins = 256
 
     private let offset: ClockOffset
+    /// The signer's own clock, before the offset.
+    private let localClock: @Sendable () -> Int64
     private let origins = Locked<[String: OriginState]>([:])
 
     /// `signer` signs every attempt, reading its own clock plus `clockOffset`; `policies`
-    /// decide after each response (by default: retry a 503 as `RetryPolicy()` says).
-    public init(signer: Signer, names: SignHeaderNames = .standard, policies: [any ExchangePolicy] = [RetryPolicy()],
+    /// decide after each response (by default: retry a 503 as `RetryPolicy()` says, and heal
+    /// the clock from a refusal's server time as `ClockPolicy()` does).
+    public init(signer: Signer, names: SignHeaderNames = .standard, policies: [any ExchangePolicy] = [RetryPolicy(), ClockPolicy()],
                 maxAttempts: Int = 8) {
         let offset = ClockOffset()
         let clock = signer.clock
         self.signer = signer.withClock { clock() &+ offset.seconds }
         self.offset = offset
+        localClock = clock
         self.names = names
         self.policies = policies
         self.maxAttempts = max(1, maxAttempts)
@@ -42,6 +46,24 @@ public final class SigningClient: Sendable {
     public var clockOffset: Int64 {
         get { offset.seconds }
         set { offset.seconds = newValue }
+    }
+
+    /// The most a server's time may differ from this client's clock to be taken (docs/ATTEST.md §7).
+    public static let maxClockCorrection: Int64 = 86_400
+
+    /// Takes `serverTime` (seconds, from a SignCore refusal or an attest response) as the clock
+    /// to sign by, when it is within a day of the client's own: returns whether the offset
+    /// changed. A difference of a second or less is left alone (the server's time is whole
+    /// seconds, and a round trip late).
+    @discardableResult
+    public func heal(serverTime: Int64) -> Bool {
+        let difference = serverTime &- localClock()
+        guard abs(difference) <= Self.maxClockCorrection else { return false }
+        return offset.update { current in
+            guard abs(difference - current) > 1 else { return false }
+            current = difference
+            return true
+        }
     }
 
     /// The state kept for the origin of `request` (its scheme and authority).
@@ -63,13 +85,15 @@ public final class SigningClient: Sendable {
     /// and asks the policies after each response; returns the response the policies deliver
     /// (the last one when `maxAttempts` are spent). `request` needs its scheme, authority and
     /// path. A transport error ends the exchange: a POST that may have arrived is not resent.
-    public func send<Transport: SignedTransport>(_ request: HTTPRequest, bodyWHash: SHA256Digest, through transport: Transport)
-        async throws -> (HTTPResponse, Transport.ResponseBody) {
-        let origin = try originState(for: request)
+    public func send<Transport: SignedTransport>(_ request: HTTPRequest, bodyWHash: SHA256Digest, bodyLength: Int64? = nil,
+                                                 through transport: Transport) async throws -> (HTTPResponse, Transport.ResponseBody) {
+        let context = ExchangeContext(origin: try originState(for: request), client: self, bodyLength: bodyLength,
+                                      direct: transport.direct, detached: transport.detached, values: StateValues())
         var fields = HTTPFields()  // what the last decision set, for this attempt only
         var attempt = 1
         while true {
             var signed = request
+            for policy in policies { try await policy.prepare(&signed, context) }
             Self.set(fields, on: &signed)
             try await signer.signAsync(&signed, bodyWHash: bodyWHash, names: names)
             var (response, body) = try await transport.send(signed)
@@ -78,7 +102,7 @@ public final class SigningClient: Sendable {
             var isComplete = false
             if limit > 0 { (peeked, isComplete, body) = try await transport.peek(body, upTo: limit) }
             let exchange = Exchange(request: signed, response: response, body: peeked, bodyIsComplete: isComplete,
-                                    attempt: attempt, origin: origin, client: self)
+                                    attempt: attempt, context: context)
             var decision = ExchangeDecision.deliver
             for policy in policies {
                 decision = await policy.decide(exchange)
@@ -116,4 +140,6 @@ private final class ClockOffset: Sendable {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }
     }
+
+    func update<Result>(_ body: (inout Int64) -> Result) -> Result { value.withLock(body) }
 }

@@ -1,0 +1,93 @@
+import HTTPTypes
+import SignAttest
+import SignCore
+
+/// One attestation at the attest endpoint (docs/ATTEST.md §4): ask for a challenge when none
+/// was given (§4.6), solve it, redeem it (§4.3), and go on while the token lacks a level wanted;
+/// a challenge redeemed too early is redeemed again after its `Retry-After`, an expired one is
+/// replaced by the fresh one its refusal carries. Every request is signed by the client.
+struct AttestExchange {
+    let policy: AttestationPolicy
+    let client: SigningClient
+    let origin: String
+    let transport: any DirectTransport
+
+    func obtain(challenge first: Challenge?, carrying: String?, wanting: AttestationLevels) async throws(SignCoreError) -> OriginAttestation.Token {
+        var carried = carrying
+        var challenge = first
+        var token: OriginAttestation.Token?
+        for _ in 0..<policy.maxChallenges {
+            let next: Challenge
+            if let challenge { next = challenge } else { next = try await ask(for: wanting, carrying: carried) }
+            let redeemed = try await redeem(next, carrying: carried)
+            token = redeemed
+            if redeemed.levels.meets(wanting) { break }
+            carried = redeemed.text
+            challenge = nil
+        }
+        guard let token else { throw SignCoreError(.challengeAbandoned, "no challenge was answered") }
+        return token
+    }
+
+    /// A challenge from a signed GET of the endpoint (its 428).
+    private func ask(for levels: AttestationLevels, carrying token: String?) async throws(SignCoreError) -> Challenge {
+        let query = levels.isEmpty ? "" : "?levels=\(levels.rawValue)"
+        let (response, _) = try await send(.get, path: policy.endpoint + query, body: [], token: token)
+        guard let challenge = challenge(in: response) else { throw refused(response, "asked for a challenge") }
+        return challenge
+    }
+
+    private func redeem(_ first: Challenge, carrying token: String?) async throws(SignCoreError) -> OriginAttestation.Token {
+        var challenge = first
+        var answer = try await policy.solver.solve(challenge)
+        for _ in 0..<3 {
+            let (response, body) = try await send(.post, path: policy.endpoint, body: AttestRequest(challenge: challenge, answer: answer).body,
+                                                  token: token)
+            if response.status == .ok {
+                let answered = try AttestResponse(body: body)
+                client.heal(serverTime: answered.now)
+                let ttl = Duration.seconds(answered.ttl)
+                let now = ContinuousClock.now
+                return .init(text: answered.token, levels: answered.levels, expires: now + ttl, renewAt: now + ttl * policy.renewal)
+            }
+            let refusal = ReceivedRefusal(response, knownCodes: AttestationPolicy.knownCodes, knownAdvice: [.attest])
+            switch refusal?.code {
+            case .challengeTooEarly?:
+                let wait = Duration.seconds(Int64(response.headerFields[.retryAfter].flatMap { Int64($0) } ?? 1))
+                guard wait <= policy.maxWait else { throw refused(response, "redeemed a challenge") }
+                do { try await Task.sleep(for: wait) } catch { throw SignCoreError(.challengeAbandoned, "the attestation was cancelled") }
+            case .challengeExpired?:
+                guard let fresh = self.challenge(in: response) else { throw refused(response, "redeemed a challenge") }
+                challenge = fresh
+                answer = try await policy.solver.solve(challenge)
+            default:
+                throw refused(response, "redeemed a challenge")
+            }
+        }
+        throw SignCoreError(.challengeAbandoned, "the attest endpoint kept refusing the answer")
+    }
+
+    private func challenge(in response: HTTPResponse) -> Challenge? {
+        guard response.status == .preconditionRequired, let field = response.headerFields[policy.names.challenge] else { return nil }
+        if let now = ReceivedRefusal(response)?.serverTime { client.heal(serverTime: now) }
+        return try? Challenge(parsing: field)
+    }
+
+    /// The endpoint's refusal as this client's error: its code when known, else `attestationMalformed`
+    /// naming the status (an endpoint that is missing, say).
+    private func refused(_ response: HTTPResponse, _ what: String) -> SignCoreError {
+        let refusal = ReceivedRefusal(response, knownCodes: AttestationPolicy.knownCodes, knownAdvice: [.attest])
+        if let code = refusal?.code { return SignCoreError(code, "the attest endpoint refused when the client \(what)") }
+        return SignCoreError(.attestationMalformed, "the attest endpoint answered \(response.status.code) when the client \(what)")
+    }
+
+    private func send(_ method: HTTPRequest.Method, path: String, body: [UInt8], token: String?) async throws(SignCoreError) -> (HTTPResponse, [UInt8]) {
+        var request = try HTTPRequest(method: method, urlString: origin + path)
+        if method == .post { request.headerFields[.contentType] = "application/json" }
+        if let token { request.headerFields[policy.names.token] = token }
+        try await client.signer.signAsync(&request, body: body, names: client.names)
+        do { return try await transport.send(request, body: body) } catch let error as SignCoreError { throw error } catch {
+            throw SignCoreError(.upstreamFailed, "the attest endpoint could not be reached (\(type(of: error)))")
+        }
+    }
+}
