@@ -119,7 +119,7 @@ let servers: [Target] = [
                                                     .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             path: "Tests/SignTestSupport"),
     .testTarget(name: "SignHummingbirdTests", dependencies: [
-        "SignCore", "SignHTTP", "SignHummingbird", "SignTestSupport", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
+        "SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignTestSupport", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
         logging, metrics, .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "NIOCore", package: "swift-nio"),
     ]),
@@ -127,7 +127,7 @@ let servers: [Target] = [
         "SignCore", "SignPostgres", "SignTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"), logging,
     ]),
     .testTarget(name: "SignClientTests", dependencies: [
-        "SignCore", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
+        "SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
         hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
         .product(name: "HTTPTypesFoundation", package: "swift-http-types"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
         .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"), .product(name: "NIOCore", package: "swift-nio"),

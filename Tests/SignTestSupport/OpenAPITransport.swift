@@ -15,6 +15,10 @@ public func openAPITransport(_ http: HTTPClient) -> @Sendable (HTTPRequest, HTTP
         if let body { outgoing.body = .bytes(ByteBuffer(bytes: try await [UInt8](collecting: body, upTo: 1 << 20))) }
         let response = try await http.execute(outgoing, timeout: .seconds(10))
         let bytes = try await response.body.collect(upTo: 1 << 20)
-        return (HTTPResponse(status: .init(code: Int(response.status.code))), HTTPBody(Array(buffer: bytes)))
+        var fields = HTTPFields()
+        for header in response.headers {
+            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+        }
+        return (HTTPResponse(status: .init(code: Int(response.status.code)), headerFields: fields), HTTPBody(Array(buffer: bytes)))
     }
 }
