@@ -89,7 +89,7 @@ let servers: [Target] = [
     .target(name: "SignHummingbird", dependencies: ["SignCore", "SignHTTP", hummingbird, httpTypes, logging, metrics,
                                                     .product(name: "NIOCore", package: "swift-nio")]),
     // The replay guard (and later stores) on PostgreSQL, shared by a fleet of verifiers.
-    .target(name: "SignPostgres", dependencies: ["SignCore", .product(name: "PostgresNIO", package: "postgres-nio"), logging]),
+    .target(name: "SignPostgres", dependencies: ["SignCore", "SignAttest", .product(name: "PostgresNIO", package: "postgres-nio"), logging]),
     // Signing clients: URLSession, AsyncHTTPClient, the OpenAPI runtime.
     .target(name: "SignURLSession", dependencies: ["SignCore", "SignHTTP", httpTypes,
                                                    .product(name: "HTTPTypesFoundation", package: "swift-http-types")]),
@@ -124,7 +124,7 @@ let servers: [Target] = [
         .product(name: "NIOCore", package: "swift-nio"),
     ]),
     .testTarget(name: "SignPostgresTests", dependencies: [
-        "SignCore", "SignPostgres", "SignTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"), logging,
+        "SignCore", "SignAttest", "SignPostgres", "SignTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"), logging,
     ]),
     .testTarget(name: "SignClientTests", dependencies: [
         "SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
