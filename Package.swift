@@ -100,7 +100,7 @@ let servers: [Target] = [
     .target(name: "SignOpenAPI", dependencies: ["SignCore", "SignHTTP", httpTypes,
                                                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]),
     // The verifying reverse proxy.
-    .target(name: "SignGateway", dependencies: ["SignCore", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
+    .target(name: "SignGateway", dependencies: ["SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                                                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -134,7 +134,7 @@ let servers: [Target] = [
         .product(name: "NIOHTTP1", package: "swift-nio"),
     ]),
     .testTarget(name: "SignGatewayTests", dependencies: [
-        "SignCore", "SignHTTP", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
+        "SignCore", "SignAttest", "SignHTTP", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
         hummingbird, httpTypes, logging, .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -9,6 +9,7 @@ import ServiceLifecycle
 import SignCore
 import SignHTTP
 import SignHummingbird
+import SignAttest
 import SignPostgres
 
 /// signd: a verifying reverse proxy. Requests are answered at the health path, verified as the
@@ -22,6 +23,9 @@ public final class Gateway: Service {
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
     let signature: SignatureMiddleware<GatewayRequestContext, WTokenRequestVerifier>
+    /// 428 challenges and tokens, when configured (docs/ATTEST.md).
+    let attestation: AttestationMiddleware<GatewayRequestContext>?
+    let redemptions: PostgresRedemptionStore?
     let routes: GatewayRoutes
     let upstream: UpstreamClient.Endpoint
     let origin: ServerOrigin
@@ -81,12 +85,55 @@ public final class Gateway: Service {
         names = SignHeaderNames(whash: try Self.fieldName(configuration.headerNames.whash), wtoken: try Self.fieldName(configuration.headerNames.wtoken))
         let fields = configuration.identityHeaders
         identity = .init(keyID: try Self.fieldName(fields.keyID), account: try Self.fieldName(fields.account),
-                         algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict))
+                         algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict),
+                         attestation: try Self.fieldName(fields.attestation))
         trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
         monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: endpoint, interval: .seconds(2), metrics: metrics)
         routes = try GatewayRoutes(configuration: configuration)
         signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaultBody,
                                         names: names, metricsFactory: metrics.factory)
+        if let settings = configuration.attestation {
+            let store: any RedemptionStore
+            switch settings.store {
+            case .memory:
+                store = InMemoryRedemptionStore(capacity: settings.capacity)
+                redemptions = nil
+            case .postgres:
+                guard let postgres else {
+                    throw SignCoreError(.invalidConfiguration, "configuration: attestation.store postgres needs replay.store postgres (the same database)")
+                }
+                var storeSettings = PostgresRedemptionStore.Configuration()
+                storeSettings.table = settings.table
+                storeSettings.timeout = postgresGuard?.configuration.timeout ?? .seconds(2)
+                let postgresStore = try PostgresRedemptionStore(client: postgres, configuration: storeSettings, logger: logger)
+                store = postgresStore
+                redemptions = postgresStore
+            }
+            let keys: AttestationKeys
+            do { keys = try AttestationKeys(jwksFile: settings.keys) } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.keys: \(error.detail)")
+            }
+            var challenges: [ChallengePolicy] = []
+            for (index, challenge) in settings.challenges.enumerated() {
+                let member = "attestation.challenges[\(index)]"
+                do {
+                    challenges.append(try ChallengePolicy(difficulty: challenge.difficulty, count: challenge.count,
+                                                          levels: try GatewayConfiguration.levels(challenge.levels, member: member + ".levels"),
+                                                          ttl: challenge.ttl, minElapsed: challenge.minElapsed))
+                } catch {
+                    throw SignCoreError(.invalidConfiguration, "configuration: \(member): \(error.detail)")
+                }
+            }
+            let gate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: store, skew: settings.skew, tokenTTL: settings.tokenTTL),
+                                           challenges: challenges,
+                                           names: AttestationFieldNames(challenge: try Self.fieldName(settings.challengeField),
+                                                                        token: try Self.fieldName(settings.tokenField)),
+                                           endpoint: settings.endpoint)
+            attestation = AttestationMiddleware(gate: gate, origin: origin)
+        } else {
+            attestation = nil
+            redemptions = nil
+        }
     }
 
     /// Serves until a graceful shutdown: one Hummingbird application running signd's services
@@ -108,6 +155,7 @@ public final class Gateway: Service {
         router.add(middleware: RequestTargetMiddleware(routes: routes))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
+        if let attestation { router.add(middleware: attestation) }
         router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
                                                identity: identity, routes: routes, metrics: metrics))
         let limits = configuration.limits
@@ -123,7 +171,12 @@ public final class Gateway: Service {
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
                               logger: logger)
         if let postgresGuard {
-            app.beforeServerStarts { [logger] in try await Self.createSchema(postgresGuard, logger: logger) }
+            app.beforeServerStarts { [logger, redemptions] in
+                try await Self.createSchema(logger: logger) { () throws(SignCoreError) in
+                    try await postgresGuard.createSchema()
+                    try await redemptions?.createSchema()
+                }
+            }
         }
         if let postgres { app.addServices(postgres) }
         app.addServices(KeyReloader(files: configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys,
@@ -160,6 +213,7 @@ public final class Gateway: Service {
             group.addTask { await postgres.run() }
             defer { group.cancelAll() }
             try await postgresGuard.createSchema()
+            try await redemptions?.createSchema()
         }
     }
 
@@ -197,12 +251,12 @@ public final class Gateway: Service {
     }
 
     /// The schema, on start: the database may still be starting too, so it is tried for 30 s.
-    static func createSchema(_ store: PostgresReplayGuard, logger: Logger) async throws {
+    static func createSchema(logger: Logger, _ create: () async throws(SignCoreError) -> Void) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             let failure: SignCoreError
             do {
-                try await store.createSchema()
+                try await create()
                 return
             } catch {
                 failure = error

@@ -1,5 +1,6 @@
 import Foundation
 import SignCore
+import SignAttest
 import SignHTTP
 
 /// signd's configuration: one JSON file (README "signd"). Every member but `upstream` and `keys`
@@ -42,6 +43,8 @@ public struct GatewayConfiguration: Sendable, Decodable {
     /// trace, debug, info, notice, warning, error or critical.
     public var logLevel = "info"
     public var limits = Limits()
+    /// 428 challenges and attestation tokens (docs/ATTEST.md); nil: none.
+    public var attestation: Attestation?
 
     public struct Metrics: Sendable, Decodable {
         /// `host:port` of the metrics listener: keep it private (loopback by default).
@@ -127,6 +130,51 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var body: RouteBody?
         /// This route's upstream timeout, in place of the top-level one.
         public var upstreamTimeout: Int64?
+        /// What this route asks of a request's attestation; nil: nothing.
+        public var attestation: RouteAttestation?
+    }
+
+    /// The attestation flow (docs/ATTEST.md, docs/SIGND.md "Attestation").
+    public struct Attestation: Sendable, Decodable {
+        /// The JWK Set file of the server's keys, the same on every node: `oct` keys authenticate
+        /// challenges, `OKP`/`EC` keys sign tokens; the first of each kind issues.
+        public var keys: String
+        /// The challenges that earn levels; a missing level is asked for with the first that grants it.
+        public var challenges: [Challenge]
+        public var challengeField = "attest-challenge"
+        public var tokenField = "attest-token"
+        public var endpoint = AttestationGate.defaultEndpoint
+        /// Milliseconds allowed between the clocks of the fleet's nodes (0-60000).
+        public var skew: UInt64 = 5000
+        /// Seconds a token is valid for (1-86400).
+        public var tokenTTL = 900
+        /// Where redeemed challenges are recorded: `memory` (one node) or `postgres` (the replay
+        /// store's database, `replay.postgres`, in `table`), for a fleet.
+        public var store = Store.memory
+        public var table = "signcore_redemptions"
+        /// The most challenges the memory store holds unexpired.
+        public var capacity = 1_000_000
+    }
+
+    public struct Challenge: Sendable, Decodable {
+        /// The levels (0-15) a redemption grants.
+        public var levels: [Int]
+        public var difficulty = 18
+        public var count = 4
+        /// Seconds.
+        public var ttl = 120
+        /// Milliseconds between issue and redemption.
+        public var minElapsed = 0
+    }
+
+    public struct RouteAttestation: Sendable, Decodable {
+        public var mode: AttestationMode
+        /// The levels (0-15) a token must hold.
+        public var levels: [Int] = []
+    }
+
+    public enum AttestationMode: String, Sendable, CaseIterable, ConfigurationChoice {
+        case require, monitor, off
     }
 
     public struct RouteBody: Sendable, Decodable {
@@ -154,6 +202,8 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var algorithm = "signcore-algorithm"
         /// What signd decided: `off`, `verified`, `verified;body=streamed` or `failed;error=<name>`.
         public var verdict = "signcore-verdict"
+        /// The levels of the attestation token that met the route, as an integer.
+        public var attestation = "signcore-attestation"
     }
 
     /// Reads and checks a configuration file.
@@ -257,7 +307,7 @@ extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
                                      "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "trustedProxyField", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
-                                     "limits"])
+                                     "limits", "attestation"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
         try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
@@ -268,6 +318,7 @@ extension GatewayConfiguration {
         try c.set(&limits, "limits"); try c.set(&readyPath, "readyPath"); try c.set(&trustedProxies, "trustedProxies")
         try c.set(&trustedProxyField, "trustedProxyField")
         try c.set(&accessLog, "accessLog")
+        attestation = try c.decodeIfPresent(Attestation.self, forKey: AnyKey(stringValue: "attestation"))
         let metricsKey = AnyKey(stringValue: "metrics")
         if c.contains(metricsKey) { metrics = try c.decodeNil(forKey: metricsKey) ? nil : c.decode(Metrics.self, forKey: metricsKey) }
         try checkValues()
@@ -302,7 +353,7 @@ extension GatewayConfiguration {
                                      headerNames.whash.lowercased(), headerNames.wtoken.lowercased()]
         var taken = Set<String>()
         for (member, name) in [("keyID", identityHeaders.keyID), ("account", identityHeaders.account), ("algorithm", identityHeaders.algorithm),
-                               ("verdict", identityHeaders.verdict)] {
+                               ("verdict", identityHeaders.verdict), ("attestation", identityHeaders.attestation)] {
             // Compared as signd removes them: any case, `_` for `-`.
             let spelling = name.lowercased().replacingOccurrences(of: "_", with: "-")
             guard !reserved.contains(name.lowercased()), !["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto"].contains(spelling)
@@ -373,8 +424,9 @@ extension GatewayConfiguration.Policy {
 
 extension GatewayConfiguration.Route {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout"])
+        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout", "attestation"])
         route = try c.required("route"); signature = try c.required("signature")
+        attestation = try c.decodeIfPresent(GatewayConfiguration.RouteAttestation.self, forKey: AnyKey(stringValue: "attestation"))
         body = try c.decodeIfPresent(GatewayConfiguration.RouteBody.self, forKey: AnyKey(stringValue: "body"))
         upstreamTimeout = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "upstreamTimeout"))
         if let upstreamTimeout, upstreamTimeout < 1 {
@@ -411,7 +463,57 @@ extension GatewayConfiguration.HeaderNames {
 
 extension GatewayConfiguration.IdentityHeaders {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["keyID", "account", "algorithm", "verdict"])
+        let c = try decoder.members(["keyID", "account", "algorithm", "verdict", "attestation"])
         try c.set(&keyID, "keyID"); try c.set(&account, "account"); try c.set(&algorithm, "algorithm"); try c.set(&verdict, "verdict")
+        try c.set(&attestation, "attestation")
+    }
+}
+
+extension GatewayConfiguration.Attestation {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["keys", "challenges", "challengeField", "tokenField", "endpoint", "skew", "tokenTTL", "store", "table",
+                                     "capacity"])
+        keys = try c.required("keys"); challenges = try c.required("challenges")
+        try c.set(&challengeField, "challengeField"); try c.set(&tokenField, "tokenField"); try c.set(&endpoint, "endpoint")
+        try c.set(&skew, "skew"); try c.set(&tokenTTL, "tokenTTL"); try c.set(&store, "store"); try c.set(&table, "table")
+        try c.set(&capacity, "capacity")
+        func refuse(_ member: String, _ allowed: String) -> SignCoreError {
+            SignCoreError(.invalidConfiguration, "configuration: attestation.\(member) is \(allowed)")
+        }
+        guard !challenges.isEmpty else { throw refuse("challenges", "at least one challenge") }
+        guard Attestor.skews ~= skew else { throw refuse("skew", "0 to 60000 milliseconds") }
+        guard AttestationToken.ttls ~= tokenTTL else { throw refuse("tokenTTL", "1 to 86400 seconds") }
+        guard capacity >= 1 else { throw refuse("capacity", "at least 1") }
+        guard endpoint.hasPrefix("/"), (try? ServerOrigin.validate(target: endpoint)) != nil, !endpoint.contains("?") else {
+            throw refuse("endpoint", "an absolute path (starting with /, no query)")
+        }
+    }
+}
+
+extension GatewayConfiguration.Challenge {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["levels", "difficulty", "count", "ttl", "minElapsed"])
+        levels = try c.required("levels")
+        try c.set(&difficulty, "difficulty"); try c.set(&count, "count"); try c.set(&ttl, "ttl"); try c.set(&minElapsed, "minElapsed")
+    }
+}
+
+extension GatewayConfiguration.RouteAttestation {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["mode", "levels"])
+        mode = try c.required("mode")
+        try c.set(&levels, "levels")
+    }
+}
+
+extension GatewayConfiguration {
+    /// Levels (0-15) as a set; `member` names them in the refusal.
+    static func levels(_ numbers: [Int], member: String) throws(SignCoreError) -> AttestationLevels {
+        var levels = AttestationLevels()
+        for number in numbers {
+            guard (0..<16).contains(number) else { throw SignCoreError(.invalidConfiguration, "configuration: \(member) are levels 0 to 15") }
+            levels.insert(.level(number))
+        }
+        return levels
     }
 }

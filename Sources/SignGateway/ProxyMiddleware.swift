@@ -54,15 +54,18 @@ struct ProxyMiddleware: RouterMiddleware {
         let account: HTTPField.Name
         let algorithm: HTTPField.Name
         let verdict: HTTPField.Name
+        /// The levels of the attestation token that met the route (docs/ATTEST.md).
+        let attestation: HTTPField.Name
         /// Every field name only signd sets, these included, as `GatewayFields.spelling` gives it.
         let owned: Set<String>
 
-        init(keyID: HTTPField.Name, account: HTTPField.Name, algorithm: HTTPField.Name, verdict: HTTPField.Name) {
+        init(keyID: HTTPField.Name, account: HTTPField.Name, algorithm: HTTPField.Name, verdict: HTTPField.Name, attestation: HTTPField.Name) {
             self.keyID = keyID
             self.account = account
             self.algorithm = algorithm
             self.verdict = verdict
-            owned = GatewayFields.owned.union([keyID, account, algorithm, verdict].map(GatewayFields.spelling))
+            self.attestation = attestation
+            owned = GatewayFields.owned.union([keyID, account, algorithm, verdict, attestation].map(GatewayFields.spelling))
         }
 
         /// The account as the upstream reads it: its UTF-8 bytes with every byte other than a
@@ -144,6 +147,7 @@ struct ProxyMiddleware: RouterMiddleware {
             if !signature.account.isEmpty { fields[identity.account] = IdentityFields.encode(account: signature.account) }
         }
         fields[identity.verdict] = IdentityFields.encode(verdict: context.signCore.verdict)
+        if let attested = context.signCore[Attested.self] { fields[identity.attestation] = String(attested.levels.rawValue) }
         let authority = origin.authority ?? request.head.authority
         if let authority { fields[Self.forwardedHost] = authority }
         fields[Self.forwardedProto] = origin.scheme

@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOCore
+import SignAttest
 import SignCore
 import SignHTTP
 @_spi(SignCoreTools) import SignHummingbird
@@ -25,13 +26,38 @@ struct GatewayRoutes: Sendable {
 
     init(configuration: GatewayConfiguration) throws(SignCoreError) {
         var rules: [RoutePolicy.Rule] = []
-        for route in configuration.policy.routes {
+        if let attestation = configuration.attestation {
+            // The attest endpoint always verifies its requests' signatures, whatever the policy
+            // says of its path, and reads an attest request's 4 KiB at most (docs/ATTEST.md §4.1).
+            var endpoint = RouteRequirements(signature: .require, body: .buffered(limit: Int64(AttestRequest.maxBytes)))
+            endpoint[UpstreamTimeout.self] = configuration.upstreamTimeout
+            rules.append(try RoutePolicy.Rule(attestation.endpoint, endpoint))
+        }
+        var grantable = AttestationLevels()
+        for (index, challenge) in (configuration.attestation?.challenges ?? []).enumerated() {
+            grantable.formUnion(try GatewayConfiguration.levels(challenge.levels, member: "attestation.challenges[\(index)].levels"))
+        }
+        for (index, route) in configuration.policy.routes.enumerated() {
             var requirements = RouteRequirements(signature: route.signature)
             // A route's body members it does not set are the top-level ones.
             requirements.body = route.body.map { body in
                 Self.handling(GatewayConfiguration.Body(mode: body.mode ?? configuration.body.mode, limit: body.limit ?? configuration.body.limit))
             }
             requirements[UpstreamTimeout.self] = route.upstreamTimeout ?? configuration.upstreamTimeout
+            if let setting = route.attestation, setting.mode != .off {
+                let member = "policy.routes[\(index)].attestation"
+                let levels = try GatewayConfiguration.levels(setting.levels, member: member + ".levels")
+                guard configuration.attestation != nil else {
+                    throw SignCoreError(.invalidConfiguration, "configuration: \(member) needs the top-level attestation section")
+                }
+                guard !levels.isEmpty, grantable.isSuperset(of: levels) else {
+                    throw SignCoreError(.invalidConfiguration, "configuration: \(member).levels are levels some attestation challenge grants")
+                }
+                guard route.signature != .off else {
+                    throw SignCoreError(.invalidConfiguration, "configuration: \(member) needs the route's signature checked (a token is bound to its key)")
+                }
+                requirements[RouteAttestation.self] = AttestationRequirement(mode: setting.mode == .require ? .require : .monitor, levels: levels)
+            }
             rules.append(try RoutePolicy.Rule(route.route, requirements))
         }
         var fallback = RouteRequirements(signature: configuration.policy.fallback)

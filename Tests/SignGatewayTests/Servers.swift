@@ -84,6 +84,10 @@ final class Upstream: Sendable {
             if request.uri.path.hasSuffix("/refuses") {
                 return Response(status: .unauthorized, headers: [HTTPField.Name("signcore-error")!: "replayed;code=23;advice=newToken"])
             }
+            // The application's own 428 (RFC 6585, a missing If-Match): not SignCore's.
+            if request.uri.path == "/own428" {
+                return Response(status: .preconditionRequired, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "If-Match")))
+            }
             if request.uri.path == "/slow" {
                 try await Task.sleep(for: .seconds(3))
             }

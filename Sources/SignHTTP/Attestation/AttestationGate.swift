@@ -31,6 +31,9 @@ public struct AttestationGate: Sendable {
     public let clock: @Sendable () -> UInt64
 
     public static let defaultEndpoint = "/.well-known/signcore/attest"
+    /// What the client is asked to do, as the edge products mark their answers (`cf-mitigated`,
+    /// `x-amzn-waf-action`): `challenge` on a 428 that carries one (docs/ATTEST.md §6).
+    public static let actionField = HTTPField.Name("signcore-action")!
 
     /// Refuses (`invalidConfiguration`) keys that cannot issue both challenges and tokens, no
     /// challenge, an endpoint that is not an absolute path
@@ -45,7 +48,8 @@ public struct AttestationGate: Sendable {
         guard endpoint.hasPrefix("/"), !endpoint.contains("?"), !endpoint.contains("#") else {
             throw SignCoreError(.invalidConfiguration, "the attest endpoint is an absolute path")
         }
-        guard names.challenge != names.token, !Refusal.ownFields.union(Refusal.framingFields).contains(names.challenge) else {
+        guard names.challenge != names.token, names.challenge != Self.actionField,
+              !Refusal.ownFields.union(Refusal.framingFields).contains(names.challenge) else {
             throw SignCoreError(.invalidConfiguration, "the attest-challenge field takes a name of its own")
         }
         self.attestor = attestor
@@ -114,7 +118,10 @@ public struct AttestationGate: Sendable {
     /// `challenge` when given, and `Retry-After` when asked (`challengeTooEarly`).
     func refusal(_ error: SignCoreError, now: UInt64, challenge: Challenge? = nil, retryAfter: UInt64? = nil) -> Refusal {
         var fields = HTTPFields()
-        if let challenge { fields[names.challenge] = challenge.text }
+        if let challenge {
+            fields[names.challenge] = challenge.text
+            fields[Self.actionField] = "challenge"
+        }
         if let retryAfter { fields[.retryAfter] = String(retryAfter) }
         // The names are the flow's own, never a refusal's or a framing field (checked when configured).
         return (try? Refusal(error, serverTime: Int64(now / 1000), fields: fields)) ?? Refusal(error, serverTime: Int64(now / 1000))
