@@ -49,7 +49,7 @@ var core: [Target] = [
     .target(name: "SignCoreVectors", dependencies: ["SignCore"]),
     .executableTarget(
         name: "signtool",
-        dependencies: ["SignCore", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        dependencies: ["SignCore", "SignAttest", "SignCoreVectors", .product(name: "ArgumentParser", package: "swift-argument-parser")]
     ),
     .testTarget(
         name: "SignHTTPTests",

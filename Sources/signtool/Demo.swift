@@ -1,5 +1,6 @@
 import ArgumentParser
 @_spi(SignCoreTools) import SignCore
+import SignAttest
 
 /// An in-process walk through signing and the failures a verifier catches.
 struct Demo: AsyncParsableCommand {
@@ -51,8 +52,59 @@ struct Demo: AsyncParsableCommand {
             if code != expected { surprises += 1 }
             print(row(name, what, expected.map { "refused: \($0.name)" } ?? "accepted", outcome + (code == expected ? "" : "  <-- UNEXPECTED")))
         }
-        if surprises > 0 { fail("\(surprises) demo step(s) did not behave as expected") }
-        print("\nall \(steps.count) steps behaved as expected")
+        let attestationSurprises = await attestation(client: edKey, other: hmacKey)
+        if surprises + attestationSurprises > 0 { fail("\(surprises + attestationSurprises) demo step(s) did not behave as expected") }
+        print("\nall \(steps.count + Self.attestationSteps) steps behaved as expected")
+    }
+
+    static let attestationSteps = 7
+
+    /// The 428 flow of docs/ATTEST.md as a server and a client run it, without the HTTP around it:
+    /// a challenge issued to the client's key, solved, redeemed for a token bound to that key, and
+    /// what a thief or a replay gets. Returns the steps that did not behave as expected.
+    private func attestation(client: SigningKey, other: SigningKey) async -> Int {
+        let origin = "https://api.example.com"
+        let keys = orFail { try AttestationKeys([SigningKey.generate(.hmacSHA256, id: "challenge-1"), SigningKey.generate(.ed25519, id: "token-1")]) }
+        let attestor = orFail { try Attestor(keys: keys, redemptions: InMemoryRedemptionStore()) }
+        let now = UInt64(SystemClock.milliseconds())
+        let policy = orFail { try ChallengePolicy(difficulty: 18, count: 4, levels: .level(0)) }
+        let challenge = orFail { try attestor.challenge(policy, keyThumbprint: client.thumbprint.bytes, origin: origin, now: now) }
+        print("\nAttestation (docs/ATTEST.md): a route requires level 0; the request has no token.")
+        print("  428 attest-challenge: \(challenge.text.prefix(48))... (d \(challenge.difficulty), k \(challenge.count), stateless)")
+        let started = ContinuousClock.now
+        let answer: [UInt8]
+        do { answer = try await ProofOfWorkSolver().solve(challenge) } catch { fail("the solver gave up: \(error)") }
+        print("  solved in \(started.duration(to: .now).formatted(.units(allowed: [.milliseconds]))) on \(ProofOfWorkSolver.onlineCores) cores")
+        let body = AttestRequest(challenge: challenge, answer: answer).body
+        var surprises = 0
+        func step(_ what: String, _ expected: SignCoreError.Code?, _ body: () async throws -> Void) async {
+            var code: SignCoreError.Code?
+            do { try await body() } catch { code = (error as? SignCoreError)?.code ?? .cryptoFailure }
+            if code != expected { surprises += 1 }
+            print(row("attest", what, expected.map { "refused: \($0.name)" } ?? "accepted",
+                      (code.map { "refused: \($0.name) (\($0.rawValue), HTTP \($0.status))" } ?? "accepted") + (code == expected ? "" : "  <-- UNEXPECTED")))
+        }
+        func check(_ token: String, key: SigningKey, at time: UInt64, levels: AttestationLevels) throws {
+            _ = try attestor.checkToken(token, keyThumbprint: key.thumbprint.bytes, coveredHeaders: ["attest-token"], origin: origin, now: time,
+                                        required: levels)
+        }
+        var token = ""
+        await step("another key redeems the challenge", .challengeKeyMismatch) {
+            _ = try await attestor.redeem(body, keyThumbprint: other.thumbprint.bytes, origin: origin, now: now + 10)
+        }
+        await step("the client redeems it", nil) {
+            token = try await attestor.redeem(body, keyThumbprint: client.thumbprint.bytes, origin: origin, now: now + 10).text
+        }
+        await step("the same answer again", .challengeRedeemed) {
+            _ = try await attestor.redeem(body, keyThumbprint: client.thumbprint.bytes, origin: origin, now: now + 20)
+        }
+        await step("the token beside the client's signature", nil) { try check(token, key: client, at: now + 30, levels: .level(0)) }
+        await step("the token copied beside another key's", .attestationKeyMismatch) { try check(token, key: other, at: now + 30, levels: .level(0)) }
+        await step("the token on a route asking level 1", .attestationInsufficient) {
+            try check(token, key: client, at: now + 30, levels: [.level(0), .level(1)])
+        }
+        await step("the token 16 minutes later", .attestationExpired) { try check(token, key: client, at: now + 960_000, levels: .level(0)) }
+        return surprises
     }
 
     private func request(_ method: String, _ url: String, _ body: [UInt8], _ headers: SignedHeaders) -> ReceivedRequest {
@@ -61,7 +113,7 @@ struct Demo: AsyncParsableCommand {
 
     private func row(_ a: String, _ b: String, _ c: String, _ d: String) -> String {
         func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
-        return pad(a, 17) + pad(b, 40) + pad(c, 24) + d
+        return pad(a, 17) + pad(b, 42) + pad(c, 32) + d
     }
 }
 
