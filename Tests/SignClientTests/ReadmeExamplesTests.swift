@@ -37,3 +37,48 @@ import Testing
         _ = (data, response, stored, middlewares)
     }
 }
+
+import Hummingbird
+import HummingbirdTesting
+import SignAttest
+import SignHummingbird
+
+/// The README's attestation example, as printed there, run live: a route that asks level 0, a
+/// client that answers the 428 by itself.
+@Suite struct ReadmeAttestationExampleTests {
+    @Test func theAttestationExampleRuns() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readme-attest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let attestKeysFile = folder.appendingPathComponent("attest.jwks").path
+        try Data(try JWK.serialize([SigningKey.generate(.hmacSHA256, id: "challenge-1"), SigningKey.generate(.ed25519, id: "token-1")],
+                                   includePrivate: true).utf8).write(to: URL(fileURLWithPath: attestKeysFile))
+        let deviceKey = try SigningKey.generate(.ed25519)
+        let verifier = try Verifier(keys: KeySet([deviceKey.publicOnly()]), replayGuard: InMemoryReplayGuard())
+        let origin = ServerOrigin(scheme: "http")
+        let router = Router(context: BasicSignatureRequestContext.self)
+        // README attestation: begin
+        // Server: the keys every node shares, one challenge policy, a route that asks level 0.
+        let keys = try AttestationKeys(jwksFile: attestKeysFile)  // oct keys MAC challenges, OKP/EC keys sign tokens
+        let gate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: InMemoryRedemptionStore()),
+                                       challenges: [ChallengePolicy(difficulty: 18, count: 4, levels: .level(0))])
+        var attested = RouteRequirements.require
+        attested[RouteAttestation.self] = .require(.level(0))
+        let policy = try RoutePolicy([.init("/v1/orders/**", attested)], fallback: .require)
+        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy))
+        router.add(middleware: AttestationMiddleware(gate: gate, origin: origin))
+        // README attestation: end
+        router.get("/v1/orders/{id}") { _, context -> String in "levels \(context.signCore[Attested.self]?.levels.rawValue ?? 0)" }
+        try await Application(router: router).test(.live) { server in
+            let request = HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:\(server.port ?? 0)/v1/orders/7")!)
+            // README attestation: begin
+
+            // Client: 428s answered by itself (solve, attest, retry); the token kept per origin,
+            // renewed in the background, sent beside every request and covered by its signature.
+            let client = try SigningClient(signer: Signer(key: deviceKey), attestation: AttestationPolicy())
+            let (data, response) = try await URLSession.shared.signedData(for: request, client: client)
+            // README attestation: end
+            #expect(response.status == .ok && String(decoding: data, as: UTF8.self) == "levels 1")
+        }
+    }
+}
