@@ -86,7 +86,7 @@ let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics
 
 let servers: [Target] = [
     // Hummingbird 2 middleware: verify per route policy, identity in the request context.
-    .target(name: "SignHummingbird", dependencies: ["SignCore", "SignHTTP", hummingbird, httpTypes, logging, metrics,
+    .target(name: "SignHummingbird", dependencies: ["SignCore", "SignAttest", "SignHTTP", hummingbird, httpTypes, logging, metrics,
                                                     .product(name: "NIOCore", package: "swift-nio")]),
     // The replay guard (and later stores) on PostgreSQL, shared by a fleet of verifiers.
     .target(name: "SignPostgres", dependencies: ["SignCore", "SignAttest", .product(name: "PostgresNIO", package: "postgres-nio"), logging]),

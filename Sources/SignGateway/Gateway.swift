@@ -23,8 +23,6 @@ public final class Gateway: Service {
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
     let signature: SignatureMiddleware<GatewayRequestContext, WTokenRequestVerifier>
-    /// 428 challenges and tokens, when configured (docs/ATTEST.md).
-    let attestation: AttestationMiddleware<GatewayRequestContext>?
     let redemptions: PostgresRedemptionStore?
     let routes: GatewayRoutes
     let upstream: UpstreamClient.Endpoint
@@ -90,8 +88,7 @@ public final class Gateway: Service {
         trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
         monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: endpoint, interval: .seconds(2), metrics: metrics)
         routes = try GatewayRoutes(configuration: configuration)
-        signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaultBody,
-                                        names: names, metricsFactory: metrics.factory)
+        let attestation: AttestationGate?
         if let settings = configuration.attestation {
             let store: any RedemptionStore
             switch settings.store {
@@ -129,11 +126,13 @@ public final class Gateway: Service {
                                            names: AttestationFieldNames(challenge: try Self.fieldName(settings.challengeField),
                                                                         token: try Self.fieldName(settings.tokenField)),
                                            endpoint: settings.endpoint)
-            attestation = AttestationMiddleware(gate: gate, origin: origin)
+            attestation = gate
         } else {
             attestation = nil
             redemptions = nil
         }
+        signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaultBody,
+                                        names: names, attestation: attestation, metricsFactory: metrics.factory)
     }
 
     /// Serves until a graceful shutdown: one Hummingbird application running signd's services
@@ -155,7 +154,6 @@ public final class Gateway: Service {
         router.add(middleware: RequestTargetMiddleware(routes: routes))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
-        if let attestation { router.add(middleware: attestation) }
         router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
                                                identity: identity, routes: routes, metrics: metrics))
         let limits = configuration.limits

@@ -24,6 +24,32 @@ public protocol RequestVerifier: Sendable {
     /// identity proven, or the error refusing it.
     nonisolated(nonsending) func verify(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin)
         async throws(SignCoreError) -> VerifiedIdentity
+
+    /// `verify` with the replay record left to `record`, which the caller runs only when the
+    /// request is to go on (a stage after the signature, such as attestation, may refuse it
+    /// first and then nothing is written). The default records at once.
+    nonisolated(nonsending) func verifyDeferringRecord(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin)
+        async throws(SignCoreError) -> (identity: VerifiedIdentity, record: DeferredRecord)
+}
+
+/// A replay record left for later (`RequestVerifier.verifyDeferringRecord`).
+public struct DeferredRecord: Sendable {
+    private let body: @Sendable () async throws(SignCoreError) -> Void
+
+    public init(_ body: @escaping @Sendable () async throws(SignCoreError) -> Void) { self.body = body }
+
+    /// Nothing left to record.
+    public static let none = DeferredRecord {}
+
+    /// Records the request's nonce: `replayed` when it was used already.
+    public func callAsFunction() async throws(SignCoreError) { try await body() }
+}
+
+extension RequestVerifier {
+    nonisolated(nonsending) public func verifyDeferringRecord(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin)
+        async throws(SignCoreError) -> (identity: VerifiedIdentity, record: DeferredRecord) {
+        (try await verify(request, bodyDigest: bodyDigest, origin: origin), .none)
+    }
 }
 
 /// A digest of a request body computed as it arrives, with a limit on its bytes.
@@ -77,5 +103,12 @@ public struct WTokenRequestVerifier: RequestVerifier {
     nonisolated(nonsending) public func verify(_ request: HTTPRequest, bodyDigest: SHA256Digest, origin: ServerOrigin)
         async throws(SignCoreError) -> VerifiedIdentity {
         try await verifier.verify(ReceivedRequest(request, body: .whash(bodyDigest), origin: origin, names: names)).identity
+    }
+
+    nonisolated(nonsending) public func verifyDeferringRecord(_ request: HTTPRequest, bodyDigest: SHA256Digest, origin: ServerOrigin)
+        async throws(SignCoreError) -> (identity: VerifiedIdentity, record: DeferredRecord) {
+        let (verified, now) = try await verifier.verifyDeferringRecord(ReceivedRequest(request, body: .whash(bodyDigest), origin: origin, names: names))
+        let verifier = self.verifier
+        return (verified.identity, DeferredRecord { () async throws(SignCoreError) in try await verifier.record(verified, now: now) })
     }
 }

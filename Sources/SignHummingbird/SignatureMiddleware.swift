@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import NIOCore
 @_spi(SignCoreTools) import SignCore
+import SignAttest
 import SignHTTP
 
 /// Verifies every request's proof before the handler runs, as the route's policy asks: `require`
@@ -27,37 +28,57 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     /// The body handling of routes whose requirements set none (and of paths read under
     /// several rules, `Decision.ambiguous`).
     public let body: BodyHandling
+    /// The attestation flow (docs/ATTEST.md), when routes ask for it: their tokens checked right
+    /// after the signature, before its nonce is recorded, and the attest endpoint answered.
+    public let attestation: AttestationGate?
     let audit: SignatureAudit
 
     /// - Parameters:
     ///   - origin: the scheme (and, when fixed, the authority) clients sign for.
+    ///   - attestation: the gate of routes that ask for attestation (`RouteAttestation`); a route
+    ///     that asks for it without one is refused `invalidConfiguration` (500), never let through.
     ///   - metricsFactory: where counters and the timer go (`MetricsSystem.factory` by default).
     public init(verifier: Verification, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                metricsFactory: (any MetricsFactory)? = nil) {
+                attestation: AttestationGate? = nil, metricsFactory: (any MetricsFactory)? = nil) {
         self.verifier = verifier
         self.origin = origin
         self.policy = policy
         self.body = body
+        self.attestation = attestation
         self.audit = SignatureAudit(factory: metricsFactory ?? MetricsSystem.factory)
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let decision = context.signCore.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
-        // Kept for the middlewares after this one (attestation reads its route's requirement there).
         context.signCore.routeDecision = decision
-        let (requirement, route) = (decision.signature, decision.route)
+        // The attest endpoint always verifies its requests, whatever the policy says of its path.
+        let isEndpoint = attestation?.isEndpoint(request.head) ?? false
+        let requirement = isEndpoint ? .require : decision.signature
+        let route = decision.route
+        let attested = decision.requirements[RouteAttestation.self]
+        if attested.mode != .off, attestation == nil || requirement == .off {
+            // Fail closed: a token cannot be checked without a gate, nor bound without a signature.
+            return Self.response(for: SignCoreError(.invalidConfiguration, "a route asks for attestation that this server cannot check"))
+        }
         if requirement == .off { return try await next(request, context) }
         var request = request
         let started = ContinuousClock.now
+        var record = DeferredRecord.none
         do {
             try checkConnectionField(of: request)
             // A path read under several rules gets no rule's own body handling (its requirements have none).
-            let body = decision.requirements.body ?? self.body
+            let body = isEndpoint ? .buffered(limit: Int64(AttestRequest.maxBytes)) : decision.requirements.body ?? self.body
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
             let (bodyDigest, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
                                                               route: route, verified: tokenVerified)
-            let verified = try await verifier.verify(request.head, bodyDigest: bodyDigest, origin: origin)
+            let verified: VerifiedIdentity
+            if attested.mode == .off {
+                verified = try await verifier.verify(request.head, bodyDigest: bodyDigest, origin: origin)
+            } else {
+                // The nonce is recorded once the attestation passes: a 428 writes nothing.
+                (verified, record) = try await verifier.verifyDeferringRecord(request.head, bodyDigest: bodyDigest, origin: origin)
+            }
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             context.signCore.identity = verified
             context.signCore.verdict = .verified(bodyStreamed: streamed)
@@ -65,8 +86,16 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         } catch {
             audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             context.signCore.verdict = .failed(error.code)
-            // A body over the limit is refused even under monitor: part of it is read and gone.
-            if requirement == .require || error.code == .bodyTooLarge { return Self.response(for: error) }
+            // A body over the limit is refused even under monitor: part of it is read and gone. A
+            // route that requires attestation needs the signature its token is bound to.
+            if requirement == .require || error.code == .bodyTooLarge || attested.mode == .require { return Self.response(for: error) }
+        }
+        if let attestation, let identity = context.signCore.identity {
+            if isEndpoint { return await answer(request, gate: attestation, identity: identity) }
+            if attested.mode != .off, let refused = await attest(request, gate: attestation, identity: identity, requirement: attested,
+                                                                 record: record, context: &context) {
+                return refused
+            }
         }
         return try await next(request, context)
     }
@@ -131,9 +160,9 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
 extension SignatureMiddleware where Verification == WTokenRequestVerifier {
     /// The whash and wtoken (SPEC §5) in the fields `names` gives, checked by `verifier`.
     public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                names: SignHeaderNames = .standard, metricsFactory: (any MetricsFactory)? = nil) {
+                names: SignHeaderNames = .standard, attestation: AttestationGate? = nil, metricsFactory: (any MetricsFactory)? = nil) {
         self.init(verifier: WTokenRequestVerifier(verifier, names: names), origin: origin, policy: policy, body: body,
-                  metricsFactory: metricsFactory)
+                  attestation: attestation, metricsFactory: metricsFactory)
     }
 }
 

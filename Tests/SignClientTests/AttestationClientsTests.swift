@@ -67,8 +67,7 @@ import Testing
         let router = Router(context: BasicSignatureRequestContext.self)
         router.add(middleware: CountChallenges(counts: counts))
         router.add(middleware: SignatureMiddleware(verifier: verifier, origin: ServerOrigin(scheme: "http"), policy: policy,
-                                                   body: .buffered(limit: 4 << 20)))
-        router.add(middleware: AttestationMiddleware(gate: gate, origin: ServerOrigin(scheme: "http")))
+                                                   body: .buffered(limit: 4 << 20), attestation: gate))
         for path in ["/basic/x", "/strong/x"] {
             router.get(RouterPath(stringLiteral: path)) { _, context -> String in "levels \(context.signCore[Attested.self]?.levels.rawValue ?? 0)" }
         }

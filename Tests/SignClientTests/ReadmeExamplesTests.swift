@@ -65,8 +65,7 @@ import SignHummingbird
         var attested = RouteRequirements.require
         attested[RouteAttestation.self] = .require(.level(0))
         let policy = try RoutePolicy([.init("/v1/orders/**", attested)], fallback: .require)
-        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy))
-        router.add(middleware: AttestationMiddleware(gate: gate, origin: origin))
+        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy, attestation: gate))
         // README attestation: end
         router.get("/v1/orders/{id}") { _, context -> String in "levels \(context.signCore[Attested.self]?.levels.rawValue ?? 0)" }
         try await Application(router: router).test(.live) { server in

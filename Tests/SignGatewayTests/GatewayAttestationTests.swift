@@ -205,7 +205,8 @@ import Testing
 
     /// Two signd nodes on one PostgreSQL (replay and redemptions): the same challenge redeemed at
     /// both at once is redeemed once; and 10,000 unsigned requests and 1,000 signed ones without a
-    /// token write no redemption row (challenges are issued statelessly).
+    /// token write nothing to either store (challenges are issued statelessly, and the nonce of a
+    /// request answered with 428 is not recorded).
     @Test func aFleetOnPostgresRedeemsEachChallengeOnce() async throws {
         let server = try PostgresServer.start()
         defer { server.stop() }
@@ -234,6 +235,9 @@ import Testing
                     }
                     let redemptions = try await Self.rows(server, "signcore_redemptions")
                     #expect(redemptions == 10)
+                    // Only the attest requests' nonces were recorded: a request answered with 428 spends none.
+                    let nonces = try await Self.rows(server, "signcore_nonces")
+                    #expect(nonces == 20)
                     // Requests without tokens: none writes a redemption.
                     for index in 0..<1_000 {
                         #expect(try await Self.signed(http, port: index % 2 == 0 ? first : second, "/basic/\(index)", key: client).status.code == 428)
@@ -252,6 +256,7 @@ import Testing
                         try await group.waitForAll()
                     }
                     #expect(try await Self.rows(server, "signcore_redemptions") == redemptions)
+                    #expect(try await Self.rows(server, "signcore_nonces") == nonces)
                 }
             }
         }

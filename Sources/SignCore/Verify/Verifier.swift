@@ -80,6 +80,28 @@ public struct Verifier: Sendable {
         return verified
     }
 
+    /// Every check of `verify` but the replay record, which the caller makes with `record` once
+    /// the request is to go on: a request that a later stage refuses (a 428 asking for
+    /// attestation) then writes nothing to the replay store. Keys are fetched as `verify`
+    /// fetches them. The request must not be acted on before `record` has succeeded.
+    nonisolated(nonsending) public func verifyDeferringRecord(_ request: ReceivedRequest) async throws(SignCoreError)
+        -> (verified: VerifiedRequest, now: Int64) {
+        let now = clock()
+        var missing: String?
+        do {
+            return (try check(request, now: now, fetched: nil, missingKey: &missing, parsed: { _, _, _ in }, accepted: { _, _, _ in }), now)
+        } catch where error.code == .unknownKey && missing != nil {
+            guard let cache = keyCache, let id = missing, let key = try await cache.key(id: id) else { throw error }
+            return (try check(request, now: now, fetched: key, missingKey: &missing, parsed: { _, _, _ in }, accepted: { _, _, _ in }), now)
+        }
+    }
+
+    /// The replay record of a request checked by `verifyDeferringRecord` at `now` (SPEC §5
+    /// step 10): `replayed` when its nonce was used already.
+    nonisolated(nonsending) public func record(_ verified: VerifiedRequest, now: Int64) async throws(SignCoreError) {
+        try await replayGuard.record(keyID: verified.keyID, nonce: verified.nonce, expires: verified.expires, now: now)
+    }
+
     /// `verify` without an `await`, for callers that cannot suspend (a SwiftNIO channel
     /// handler) and for instruction counting: the same checks and the same in-process replay
     /// record. Keys of the key cache are used only when already cached (a miss is

@@ -11,7 +11,7 @@ import Testing
 /// The attestation flow's server half on a real Hummingbird server on loopback: 428 with a
 /// challenge, the attest endpoint, tokens bound to the key and covered by the signature, chained
 /// levels, monitor mode, and an application's own 428 left alone.
-@Suite struct AttestationMiddlewareTests {
+@Suite struct AttestationServerTests {
     static let client = try! SigningKey.generate(.ed25519)
     static let thief = try! SigningKey.generate(.ed25519)
     static let origin = ServerOrigin(scheme: "https", authority: "api.example.com")
@@ -46,8 +46,7 @@ import Testing
             try ChallengePolicy(difficulty: 12, count: 1, levels: .level(1), minElapsed: 1000),
         ], clock: { clock.read })
         let router = Router(context: BasicSignatureRequestContext.self)
-        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy))
-        router.add(middleware: AttestationMiddleware(gate: gate, origin: origin))
+        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: origin, policy: policy, attestation: gate))
         for path in ["/strong/x", "/basic/x", "/watched/x", "/open"] {
             router.get(RouterPath(stringLiteral: path)) { _, context -> String in
                 "levels \(context.signCore[Attested.self]?.levels.rawValue ?? 0)"
@@ -196,6 +195,35 @@ import Testing
                                                  headers: Self.signed(AttestationGate.defaultEndpoint + "?levels=2"))
             #expect(asked.status == .preconditionRequired && Self.code(asked) == 80)
             #expect(try Challenge(parsing: try #require(asked.headers[Self.challengeField])).levels == .level(1))
+        }
+    }
+
+    @Test func aRequestAnsweredWith428SpendsNoNonceAndAnAcceptedOneIsNeverReplayed() async throws {
+        try await Self.app().test(.live) { client in
+            // The same tokenless request twice: 428 both times (its nonce was not recorded).
+            let tokenless = try Self.signed("/basic/x")
+            #expect(Self.code(try await client.execute(uri: "/basic/x", method: .get, headers: tokenless)) == 80)
+            let again = try await client.execute(uri: "/basic/x", method: .get, headers: tokenless)
+            #expect(again.status == .preconditionRequired && Self.code(again) == 80)
+            let (_, token) = try await Self.attest(client, challenge: try #require(again.headers[Self.challengeField]))
+            // An accepted request, replayed: refused, the nonce recorded once the token passed.
+            let accepted = try Self.signed("/basic/x", token: try #require(token))
+            #expect(try await client.execute(uri: "/basic/x", method: .get, headers: accepted).status == .ok)
+            let replayed = try await client.execute(uri: "/basic/x", method: .get, headers: accepted)
+            #expect(replayed.status == .unauthorized && Self.code(replayed) == 23)
+        }
+    }
+
+    @Test func aRouteAskingAttestationWithoutAGateFailsClosed() async throws {
+        var attested = RouteRequirements.require
+        attested[RouteAttestation.self] = .require(.level(0))
+        let router = Router(context: BasicSignatureRequestContext.self)
+        let verifier = try Verifier(keys: KeySet([Self.client.publicOnly()]), replayGuard: InMemoryReplayGuard())
+        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: Self.origin, policy: RoutePolicy([], fallback: attested)))
+        router.get("/x") { _, _ in "reached" }
+        try await Application(router: router).test(.live) { client in
+            let response = try await client.execute(uri: "/x", method: .get, headers: Self.signed("/x"))
+            #expect(response.status == .internalServerError && Self.code(response) == 60)
         }
     }
 

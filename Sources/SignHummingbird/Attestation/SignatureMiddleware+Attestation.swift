@@ -1,0 +1,59 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import SignAttest
+import SignCore
+import SignHTTP
+
+/// The attestation flow inside `SignatureMiddleware` (docs/ATTEST.md): a route's token checked
+/// right after the signature it is bound to, and before that signature's nonce is recorded, so
+/// that a request answered with a 428 writes nothing to any store; and the attest endpoint,
+/// whose requests are always verified. In the signature middleware itself, so that no order of
+/// middlewares can let a request through with its nonce unrecorded or its token unchecked.
+extension SignatureMiddleware {
+    /// Checks the token for `requirement`; nil when the request goes on (its nonce recorded, the
+    /// token in the context), else the refusal to answer with.
+    func attest(_ request: Request, gate: AttestationGate, identity: VerifiedIdentity, requirement: AttestationRequirement,
+                record: DeferredRecord, context: inout Context) async -> Response? {
+        let origin: String
+        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return Self.response(for: error) }
+        let route = context.signCore.routeDecision?.route ?? "-"
+        switch gate.check(request.head, identity: identity, requirement: requirement, origin: origin) {
+        case .pass(let token):
+            context.signCore[Attested.self] = token
+        case .monitored(let error):
+            Self.log("attestation would have refused", error, mode: "monitor", route: route, logger: context.logger)
+        case .refuse(let refusal, let error):
+            Self.log("attestation refused", error, mode: "require", route: route, logger: context.logger)
+            return Response(refusal)
+        }
+        do { try await record() } catch { return Self.response(for: error) }
+        return nil
+    }
+
+    /// Answers the attest endpoint (docs/ATTEST.md §4) for a verified request; its body was
+    /// collected by the signature check (4 KiB at most).
+    func answer(_ request: Request, gate: AttestationGate, identity: VerifiedIdentity) async -> Response {
+        do {
+            let origin = try self.origin.attestationOrigin(of: request.head)
+            let body = try await request.body.collectStoppingPastLimit(Int64(AttestRequest.maxBytes))
+            let (head, bytes) = await gate.respond(to: request.head, body: Array(buffer: body), identity: identity, origin: origin)
+            return Response(status: head.status, headers: head.headerFields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        } catch {
+            return Self.response(for: error)
+        }
+    }
+
+    static func log(_ message: Logger.Message, _ error: SignCoreError, mode: String, route: String, logger: Logger) {
+        logger.info(message, metadata: [
+            "signcore.attestation": "\(mode)", "signcore.code": "\(error.code.rawValue)", "signcore.name": "\(error.code.name)",
+            "signcore.route": "\(route)",
+        ])
+    }
+}
+
+/// The attestation token that met the route's levels (`context.signCore[Attested.self]`).
+public enum Attested: SignCoreContextKey {
+    public typealias Value = AttestationToken
+}
