@@ -97,7 +97,7 @@ private struct NextTransport: SignedTransport {
 
 /// A policy's request down the rest of the chain, during the call it belongs to: the origin as
 /// the base URL, the request's path as the operation's.
-private struct NextDirectTransport: DirectTransport, @unchecked Sendable {
+private struct NextDirectTransport: DirectTransport {
     let next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
 
     func send(_ request: HTTPRequest, body: [UInt8]) async throws -> (HTTPResponse, [UInt8]) {
