@@ -155,6 +155,7 @@ public final class Gateway: Service {
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
         router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
+                                               attestationToken: signature.attestation?.names.token,
                                                identity: identity, routes: routes, metrics: metrics))
         let limits = configuration.limits
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no

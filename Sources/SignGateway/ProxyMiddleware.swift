@@ -44,6 +44,9 @@ struct ProxyMiddleware: RouterMiddleware {
     let client: UpstreamClient
     let origin: ServerOrigin
     let names: SignHeaderNames
+    /// The attestation token's field, when attestation is configured: spent here like the wtoken
+    /// (the upstream gets its levels in the identity fields, and could not check its key binding).
+    let attestationToken: HTTPField.Name?
     let identity: IdentityFields
     /// The settings of routes without their own (RouteMiddleware sets the route's).
     let routes: GatewayRoutes
@@ -139,7 +142,8 @@ struct ProxyMiddleware: RouterMiddleware {
         // client names reaches an upstream that routes virtual hosts by it (the verified one is
         // in `x-forwarded-host`). Identity fields and the fields signd owns go under every
         // spelling a server could read as theirs.
-        let removed = Set((Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken]).map(\.canonicalName))
+        let removed = Set((Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken] + [attestationToken].compactMap { $0 })
+            .map(\.canonicalName))
         var fields = HTTPFields(request.headers.filter { !removed.contains($0.name.canonicalName) && !identity.owned.contains(GatewayFields.spelling($0.name)) })
         if let signature = context.signature {
             fields[identity.keyID] = signature.keyID

@@ -51,7 +51,6 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let decision = context.signCore.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
-        context.signCore.routeDecision = decision
         // The attest endpoint always verifies its requests, whatever the policy says of its path.
         let isEndpoint = attestation?.isEndpoint(request.head) ?? false
         let requirement = isEndpoint ? .require : decision.signature
@@ -93,7 +92,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         if let attestation, let identity = context.signCore.identity {
             if isEndpoint { return await answer(request, gate: attestation, identity: identity) }
             if attested.mode != .off, let refused = await attest(request, gate: attestation, identity: identity, requirement: attested,
-                                                                 record: record, context: &context) {
+                                                                 route: route, record: record, context: &context) {
                 return refused
             }
         }

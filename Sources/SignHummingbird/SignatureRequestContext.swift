@@ -23,11 +23,10 @@ public struct SignCoreContext: Sendable {
     /// What the signature middleware decided: it tells a `monitor` route's failure from an
     /// `off` route, and a streamed body still to be checked from a body checked whole.
     public var verdict: SignatureVerdict = .unchecked
-    /// The route policy's decision: made by a middleware before `SignatureMiddleware` with the
-    /// same policy (signd's), so that it is made once, or else by `SignatureMiddleware` itself,
-    /// which records it for the middlewares after it (attestation reads its route's level here).
-    /// Set only by these (`recordRouteDecision` is SPI): a decision the middlewares trust is
-    /// never one a handler's middleware could write.
+    /// The route policy's decision, when a middleware before `SignatureMiddleware` made it with
+    /// the same policy (signd's does), so that it is made once; nil and the middleware decides.
+    /// Set only through `recordRouteDecision` (SPI): a decision the middleware trusts is never
+    /// one any middleware before it could write.
     public internal(set) var routeDecision: RoutePolicy.Decision?
     /// The address of the client that made the request (the TCP peer's, or the one a trusted
     /// proxy reports), as text; nil until a middleware established it.

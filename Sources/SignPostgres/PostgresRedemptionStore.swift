@@ -6,10 +6,10 @@ import SignAttest
 /// Redeemed challenges (docs/ATTEST.md §4.3 step 8) on PostgreSQL, shared by every node of a
 /// fleet: a challenge redeemed at one node is redeemed at all.
 ///
-/// - **One atomic statement**: `INSERT … ON CONFLICT (id) DO UPDATE … WHERE expired RETURNING`
-///   inserts the challenge id, or takes over a row whose challenge has expired; it returns a row
+/// - **One atomic statement**: `INSERT … ON CONFLICT (id) DO NOTHING RETURNING` returns a row
 ///   only when this redemption is the one recorded. Never read-then-write: two nodes redeeming
-///   one challenge at once cannot both pass.
+///   one challenge at once cannot both pass, and a row is never taken over, even once its
+///   challenge has expired (nodes whose skews differ would otherwise redeem it twice).
 /// - **Fail closed**: a statement that fails or does not answer within the timeout is
 ///   `unavailable` (503): no token is issued without its challenge recorded.
 /// - **Expiry**: rows go once `retention` seconds past their expiry, swept by the redemptions
@@ -22,8 +22,9 @@ public final class PostgresRedemptionStore: RedemptionStore {
         /// The table of redeemed challenges (created by `createSchema`), optionally schema-qualified.
         public var table: String = "signcore_redemptions"
         public var timeout: Duration = .seconds(2)
-        /// Seconds a row is kept after its challenge expired.
-        public var retention: Int64 = 60
+        /// Seconds a row is kept after its challenge expired: at least the fleet's largest skew
+        /// (60 s), so that no node whose clock runs behind can redeem a challenge whose row is gone.
+        public var retention: Int64 = 120
         public var sweepInterval: Int64 = 30
 
         public init() {}
@@ -37,8 +38,8 @@ public final class PostgresRedemptionStore: RedemptionStore {
         guard PostgresStore.isPlainIdentifier(configuration.table) else {
             throw SignCoreError(.invalidConfiguration, "the redemption table is a lower-case SQL identifier, optionally schema-qualified")
         }
-        guard configuration.retention >= 0, configuration.sweepInterval >= 1 else {
-            throw SignCoreError(.invalidConfiguration, "the PostgreSQL redemption store needs positive sweep and retention settings")
+        guard configuration.retention >= Int64(Attestor.skews.upperBound / 1000), configuration.sweepInterval >= 1 else {
+            throw SignCoreError(.invalidConfiguration, "the PostgreSQL redemption store keeps rows 60 s or more past expiry, and sweeps every second or less often")
         }
         self.configuration = configuration
         store = PostgresStore(client: client, logger: logger, timeout: configuration.timeout)
@@ -62,10 +63,10 @@ public final class PostgresRedemptionStore: RedemptionStore {
     }
 
     public func redeem(_ id: SHA256Digest, expiresAt: UInt64, now: UInt64) async throws(SignCoreError) -> Bool {
-        let expires = Int64(clamping: expiresAt), current = Int64(clamping: now)
+        let expires = Int64(clamping: expiresAt)
         let query: PostgresQuery = """
-            INSERT INTO \(unescaped: configuration.table) AS held (id, expires) VALUES (\(ByteBuffer(bytes: id.bytes)), \(expires))
-            ON CONFLICT (id) DO UPDATE SET expires = excluded.expires WHERE held.expires <= \(current)
+            INSERT INTO \(unescaped: configuration.table) (id, expires) VALUES (\(ByteBuffer(bytes: id.bytes)), \(expires))
+            ON CONFLICT (id) DO NOTHING
             RETURNING 1
             """
         let recorded = try await store.rows(query, "record the redemption") { _ in true }.count == 1

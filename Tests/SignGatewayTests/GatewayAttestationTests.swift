@@ -90,6 +90,8 @@ import Testing
         #expect(records.map(\.path) == ["/basic/a", "/basic/b", "/strong/c"], "the attest endpoint is signd's, never forwarded")
         let attested = records.map { $0.fields.first { $0.hasPrefix("signcore-attestation: ") } }
         #expect(attested == ["signcore-attestation: 1", "signcore-attestation: 1", "signcore-attestation: 3"])
+        // The token is spent at signd, as the wtoken is: the upstream could not check its binding.
+        #expect(records.allSatisfy { !$0.fields.contains { $0.hasPrefix("attest-token:") } })
     }
 
     /// A request signed by `key` for `path` on https://gateway.test, sent to `port` with that host.

@@ -195,6 +195,25 @@ import Testing
                                                  headers: Self.signed(AttestationGate.defaultEndpoint + "?levels=2"))
             #expect(asked.status == .preconditionRequired && Self.code(asked) == 80)
             #expect(try Challenge(parsing: try #require(asked.headers[Self.challengeField])).levels == .level(1))
+            // A level no policy grants: the first policy's challenge, never a server error.
+            let unknown = try await client.execute(uri: AttestationGate.defaultEndpoint + "?levels=32768", method: .get,
+                                                   headers: Self.signed(AttestationGate.defaultEndpoint + "?levels=32768"))
+            #expect(unknown.status == .preconditionRequired && Self.code(unknown) == 80)
+            #expect(try Challenge(parsing: try #require(unknown.headers[Self.challengeField])).levels == .level(0))
+        }
+    }
+
+    /// A group's own signature middleware decides by its own policy: an outer middleware's `off`
+    /// never lets an unsigned request through the inner one.
+    @Test func anInnerSignatureMiddlewareDecidesByItsOwnPolicy() async throws {
+        let verifier = try Verifier(keys: KeySet([Self.client.publicOnly()]), replayGuard: InMemoryReplayGuard())
+        let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: Self.origin, policy: RoutePolicy([], fallback: .off)))
+        router.group("admin").add(middleware: SignatureMiddleware(verifier: verifier, origin: Self.origin, policy: .requireAll))
+            .get("x") { _, _ in "reached" }
+        try await Application(router: router).test(.live) { client in
+            let unsigned = try await client.execute(uri: "/admin/x", method: .get)
+            #expect(unsigned.status == .unauthorized)
         }
     }
 

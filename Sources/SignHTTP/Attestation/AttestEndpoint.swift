@@ -25,7 +25,9 @@ extension AttestationGate {
             switch request.method {
             case .post: return try await redeem(request, body: body, identity: identity, thumbprint: thumbprint, origin: origin, now: now)
             case .get:
-                let wanted = Self.levels(inQueryOf: request) ?? challenges[0].levels
+                // Only levels some policy grants: a client cannot make the server fail on a level it has no policy for.
+                let asked = (Self.levels(inQueryOf: request) ?? []).intersection(grantableLevels)
+                let wanted = asked.isEmpty ? challenges[0].levels : asked
                 let held = presentedToken(request, identity: identity, thumbprint: thumbprint, origin: origin, now: now)?.levels ?? []
                 let lacking = wanted.subtracting(held).isEmpty ? wanted : wanted.subtracting(held)
                 let challenge = try challenge(for: lacking, thumbprint: thumbprint, origin: origin, now: now)
@@ -49,7 +51,11 @@ extension AttestationGate {
             if error.code == .challengeTooEarly {
                 return Self.pair(refusal(error, now: now, challenge: expired, retryAfter: expired.secondsUntilRedeemable(now: now)))
             }
-            return Self.pair(refusal(error, now: now, challenge: try challenge(for: expired.levels, thumbprint: thumbprint, origin: origin, now: now)))
+            // A fresh one granting what the expired one granted (the policy may have changed since).
+            let policy = challenges.first { $0.levels == expired.levels } ?? challenges.first { $0.levels.isSuperset(of: expired.levels) }
+                ?? challenges.first { expired.levels.lowest.map($0.levels.contains) ?? false } ?? challenges[0]
+            let fresh = try attestor.challenge(policy, keyThumbprint: thumbprint, origin: origin, now: now)
+            return Self.pair(refusal(error, now: now, challenge: fresh))
         }
         if let held = presentedToken(request, identity: identity, thumbprint: thumbprint, origin: origin, now: now) {
             token = try attestor.carry(held, into: token, now: now)

@@ -10,15 +10,24 @@ import SignCore
 public struct ClockPolicy: ExchangePolicy {
     public init() {}
 
+    /// Notes the offset this attempt is signed with, to tell after the refusal whether the clock
+    /// has been healed since (by this response, or by another request's).
+    public func prepare(_ request: inout HTTPRequest, _ context: ExchangeContext) async throws(SignCoreError) {
+        context.values[SignedWith.self] = context.client.clockOffset(for: context.origin)
+    }
+
     public func decide(_ exchange: Exchange) async -> ExchangeDecision {
-        guard let refusal = ReceivedRefusal(exchange.response), let serverTime = refusal.serverTime,
-              exchange.client.heal(serverTime: serverTime) else { return .deliver }
-        // The signature was refused before anything was acted on: signing it again is safe, once.
+        guard let refusal = ReceivedRefusal(exchange.response), let serverTime = refusal.serverTime else { return .deliver }
+        exchange.client.heal(serverTime: serverTime, origin: exchange.origin)
+        // The signature was refused before anything was acted on: signing it again is safe, once,
+        // when the clock it will be signed with differs from the one that was refused.
         guard refusal.code == .expired || refusal.code == .notYetValid,
+              exchange.client.clockOffset(for: exchange.origin) != exchange.context.values[SignedWith.self],
               exchange.context.values.update(Healed.self, { healed in defer { healed = true }; return healed != true })
         else { return .deliver }
         return .retry(after: .zero)
     }
 
+    private enum SignedWith: OriginStateKey { typealias Value = Int64 }
     private enum Healed: OriginStateKey { typealias Value = Bool }
 }

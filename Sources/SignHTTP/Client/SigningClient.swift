@@ -22,8 +22,10 @@ public final class SigningClient: Sendable {
     public static let maxOrigins = 256
 
     private let offset: ClockOffset
-    /// The signer's own clock, before the offset.
+    /// The signer's own clock, before any offset.
     private let localClock: @Sendable () -> Int64
+    /// The signer as given, reading its own clock: each request signs with its origin's offset.
+    private let baseSigner: Signer
     private let origins = Locked<[String: OriginState]>([:])
 
     /// `signer` signs every attempt, reading its own clock plus `clockOffset`; `policies`
@@ -36,13 +38,14 @@ public final class SigningClient: Sendable {
         self.signer = signer.withClock { clock() &+ offset.seconds }
         self.offset = offset
         localClock = clock
+        baseSigner = signer
         self.names = names
         self.policies = policies
         self.maxAttempts = max(1, maxAttempts)
     }
 
-    /// Seconds added to the signer's clock for every token: a policy that learns the server's
-    /// clock runs ahead or behind sets it.
+    /// Seconds added to the signer's clock for every token to an origin that has not told the
+    /// client its own time (`heal`); set by hand when the client's clock is known to be off.
     public var clockOffset: Int64 {
         get { offset.seconds }
         set { offset.seconds = newValue }
@@ -51,20 +54,34 @@ public final class SigningClient: Sendable {
     /// The most a server's time may differ from this client's clock to be taken (docs/ATTEST.md §7).
     public static let maxClockCorrection: Int64 = 86_400
 
-    /// Takes `serverTime` (seconds, from a SignCore refusal or an attest response) as the clock
-    /// to sign by, when it is within a day of the client's own: returns whether the offset
-    /// changed. A difference of a second or less is left alone (the server's time is whole
-    /// seconds, and a round trip late).
+    /// The seconds added to the signer's clock for `origin`'s requests: what the origin's time
+    /// taught (`heal`), else `clockOffset`. Kept per origin, so that no server moves the clock
+    /// of requests to another.
+    public func clockOffset(for origin: OriginState) -> Int64 { origin[LearnedOffset.self] ?? clockOffset }
+
+    /// Takes `serverTime` (seconds, from a SignCore refusal or an attest response of `origin`)
+    /// as that origin's clock, when it is within a day of the client's own: returns whether the
+    /// offset changed. A difference of a second or less is left alone (the server's time is
+    /// whole seconds, and a round trip late).
     @discardableResult
-    public func heal(serverTime: Int64) -> Bool {
-        let difference = serverTime &- localClock()
-        guard abs(difference) <= Self.maxClockCorrection else { return false }
-        return offset.update { current in
-            guard abs(difference - current) > 1 else { return false }
-            current = difference
+    public func heal(serverTime: Int64, origin: OriginState) -> Bool {
+        let (difference, overflow) = serverTime.subtractingReportingOverflow(localClock())
+        guard !overflow, difference.magnitude <= UInt64(Self.maxClockCorrection) else { return false }
+        let fallback = clockOffset
+        return origin.update(LearnedOffset.self) { learned in
+            guard (difference - (learned ?? fallback)).magnitude > 1 else { return false }
+            learned = difference
             return true
         }
     }
+
+    /// The signer of `origin`'s requests: the signer's own clock plus the origin's offset.
+    public func signer(for origin: OriginState) -> Signer {
+        let clock = localClock
+        return baseSigner.withClock { [self] in clock() &+ clockOffset(for: origin) }
+    }
+
+    private enum LearnedOffset: OriginStateKey { typealias Value = Int64 }
 
     /// The state kept for the origin of `request` (its scheme and authority).
     public func originState(for request: HTTPRequest) throws(SignCoreError) -> OriginState {
@@ -95,7 +112,7 @@ public final class SigningClient: Sendable {
             var signed = request
             for policy in policies { try await policy.prepare(&signed, context) }
             Self.set(fields, on: &signed)
-            try await signer.signAsync(&signed, bodyWHash: bodyWHash, names: names)
+            try await signer(for: context.origin).signAsync(&signed, bodyWHash: bodyWHash, names: names)
             var (response, body) = try await transport.send(signed)
             let limit = min(Self.maxBodyLimit, policies.map { $0.bodyLimit(for: response) }.max() ?? 0)
             var peeked: [UInt8] = []

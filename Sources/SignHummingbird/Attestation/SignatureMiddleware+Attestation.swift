@@ -15,10 +15,9 @@ extension SignatureMiddleware {
     /// Checks the token for `requirement`; nil when the request goes on (its nonce recorded, the
     /// token in the context), else the refusal to answer with.
     func attest(_ request: Request, gate: AttestationGate, identity: VerifiedIdentity, requirement: AttestationRequirement,
-                record: DeferredRecord, context: inout Context) async -> Response? {
+                route: String, record: DeferredRecord, context: inout Context) async -> Response? {
         let origin: String
         do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return Self.response(for: error) }
-        let route = context.signCore.routeDecision?.route ?? "-"
         switch gate.check(request.head, identity: identity, requirement: requirement, origin: origin) {
         case .pass(let token):
             context.signCore[Attested.self] = token

@@ -9,7 +9,7 @@ import SignCore
 struct AttestExchange {
     let policy: AttestationPolicy
     let client: SigningClient
-    let origin: String
+    let origin: OriginState
     let transport: any DirectTransport
 
     func obtain(challenge first: Challenge?, carrying: String?, wanting: AttestationLevels) async throws(SignCoreError) -> OriginAttestation.Token {
@@ -25,7 +25,9 @@ struct AttestExchange {
             carried = redeemed.text
             challenge = nil
         }
-        guard let token else { throw SignCoreError(.challengeAbandoned, "no challenge was answered") }
+        guard let token, token.levels.meets(wanting) else {
+            throw SignCoreError(.challengeAbandoned, "the levels wanted were not reached within the challenges a request may answer")
+        }
         return token
     }
 
@@ -45,7 +47,7 @@ struct AttestExchange {
                                                   token: token)
             if response.status == .ok {
                 let answered = try AttestResponse(body: body)
-                client.heal(serverTime: answered.now)
+                client.heal(serverTime: answered.now, origin: origin)
                 let ttl = Duration.seconds(answered.ttl)
                 let now = ContinuousClock.now
                 return .init(text: answered.token, levels: answered.levels, expires: now + ttl, renewAt: now + ttl * policy.renewal)
@@ -69,7 +71,7 @@ struct AttestExchange {
 
     private func challenge(in response: HTTPResponse) -> Challenge? {
         guard response.status == .preconditionRequired, let field = response.headerFields[policy.names.challenge] else { return nil }
-        if let now = ReceivedRefusal(response)?.serverTime { client.heal(serverTime: now) }
+        if let now = ReceivedRefusal(response)?.serverTime { client.heal(serverTime: now, origin: origin) }
         return try? Challenge(parsing: field)
     }
 
@@ -82,10 +84,10 @@ struct AttestExchange {
     }
 
     private func send(_ method: HTTPRequest.Method, path: String, body: [UInt8], token: String?) async throws(SignCoreError) -> (HTTPResponse, [UInt8]) {
-        var request = try HTTPRequest(method: method, urlString: origin + path)
+        var request = try HTTPRequest(method: method, urlString: origin.origin + path)
         if method == .post { request.headerFields[.contentType] = "application/json" }
         if let token { request.headerFields[policy.names.token] = token }
-        try await client.signer.signAsync(&request, body: body, names: client.names)
+        try await client.signer(for: origin).signAsync(&request, body: body, names: client.names)
         do { return try await transport.send(request, body: body) } catch let error as SignCoreError { throw error } catch {
             throw SignCoreError(.upstreamFailed, "the attest endpoint could not be reached (\(type(of: error)))")
         }

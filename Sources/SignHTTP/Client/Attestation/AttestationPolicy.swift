@@ -49,13 +49,21 @@ public struct AttestationPolicy: ExchangePolicy {
         let attestation = OriginAttestation.of(context.origin)
         if let token = attestation.currentToken() {
             request.headerFields[names.token] = token.text
+            // Without a transport that outlives this request (an OpenAPI middleware given no
+            // `detached`), the token is renewed by the 428 that meets it at its expiry.
             if token.isDue, let detached = context.detached {
-                attestation.renewInBackground(token, self, client: context.client, origin: context.origin.origin, via: detached)
+                attestation.renewInBackground(token, self, client: context.client, via: detached)
             }
-        } else if attestation.isRequired, let length = context.bodyLength, length > attestBeforeUploadsOver {
-            let token = try await attestation.obtain(self, challenge: nil, carrying: nil, wanting: attestation.lastLevels,
-                                                     client: context.client, origin: context.origin.origin, via: context.direct)
-            request.headerFields[names.token] = token.text
+        } else if attestation.isRequired, let length = context.bodyLength, length > attestBeforeUploadsOver,
+                  context.values[AttestedFirst.self] == nil {
+            context.values[AttestedFirst.self] = true
+            // Attest first rather than lose the upload to a 428; if that fails, the request goes
+            // without a token and the server decides.
+            let levels = attestation.lastLevels
+            if let token = try? await attestation.obtain(self, challenge: nil, carrying: nil, wanting: levels, needs: levels,
+                                                         client: context.client, via: context.direct) {
+                request.headerFields[names.token] = token.text
+            }
         }
     }
 
@@ -85,8 +93,7 @@ public struct AttestationPolicy: ExchangePolicy {
         do {
             // A genuine token short of the route's levels is carried over into the next (§4.5).
             _ = try await attestation.obtain(self, challenge: challenge, carrying: refusal.code == .attestationInsufficient ? sent : nil,
-                                             wanting: [], client: exchange.client, origin: exchange.origin.origin,
-                                             via: exchange.context.direct)
+                                             wanting: [], needs: challenge.levels, client: exchange.client, via: exchange.context.direct)
         } catch {
             return .fail(error)
         }
@@ -94,6 +101,7 @@ public struct AttestationPolicy: ExchangePolicy {
     }
 
     private enum AnsweredChallenges: OriginStateKey { typealias Value = Set<String> }
+    private enum AttestedFirst: OriginStateKey { typealias Value = Bool }
 }
 
 extension SigningClient {
@@ -118,7 +126,7 @@ extension SigningClient {
         }
         let request = try HTTPRequest(method: .get, urlString: origin + policy.endpoint)
         let state = try originState(for: request)
-        return try await OriginAttestation.of(state).obtain(policy, challenge: nil, carrying: nil, wanting: levels, client: self,
-                                                            origin: state.origin, via: transport).levels
+        return try await OriginAttestation.of(state).obtain(policy, challenge: nil, carrying: nil, wanting: levels, needs: levels,
+                                                            client: self, via: transport).levels
     }
 }

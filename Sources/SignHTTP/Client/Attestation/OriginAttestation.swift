@@ -6,6 +6,11 @@ import SignAttest
 /// the client's monotonic clock from the TTL the server gave (so a wrong wall clock does not
 /// matter), whether the origin has asked for attestation and for which levels, and the one
 /// attestation in flight that concurrent requests share.
+///
+/// The request that starts an attestation runs it itself, in its own task (so the transport of
+/// that request is never used after it returns, and cancelling it stops the solve); requests
+/// that meet a 428 meanwhile wait for its token, each stopping its wait when it is cancelled.
+/// A token that does not hold the levels a waiter needs sends that waiter on to attest itself.
 final class OriginAttestation: Sendable {
     struct Token: Sendable {
         let text: String
@@ -17,11 +22,19 @@ final class OriginAttestation: Sendable {
         var isDue: Bool { ContinuousClock.now >= renewAt }
     }
 
+    private struct Waiter {
+        let id: Int
+        let continuation: CheckedContinuation<Token?, any Error>
+    }
+
     private struct State {
         var token: Token?
-        var inFlight: Task<Token, any Error>?
-        var waiters = 0
+        var inFlight = false
+        var waiters: [Waiter] = []
+        var nextWaiter = 0
         var renewing = false
+        /// A failed renewal is not tried again before this.
+        var renewAfter: ContinuousClock.Instant?
         var required = false
         var levels: AttestationLevels = []
         /// Attestations completed, for tests and logs.
@@ -29,6 +42,9 @@ final class OriginAttestation: Sendable {
     }
 
     private let state = Locked(State())
+    let origin: OriginState
+
+    private init(origin: OriginState) { self.origin = origin }
 
     private enum Key: OriginStateKey { typealias Value = OriginAttestation }
 
@@ -36,7 +52,7 @@ final class OriginAttestation: Sendable {
     static func of(_ origin: OriginState) -> OriginAttestation {
         origin.update(Key.self) { value in
             if let value { return value }
-            let made = OriginAttestation()
+            let made = OriginAttestation(origin: origin)
             value = made
             return made
         }
@@ -57,57 +73,102 @@ final class OriginAttestation: Sendable {
         state.withLock { state in if state.token?.text == text { state.token = nil } }
     }
 
-    /// A token from the attestation in flight, or from a new one: `challenge` (or one asked
-    /// for) solved and redeemed, carrying `carrying`, then further challenges until the token
-    /// holds `wanting`. Concurrent callers share one attestation; a caller that is cancelled
-    /// stops waiting, and the attestation stops when no caller waits for it.
-    func obtain(_ policy: AttestationPolicy, challenge: Challenge?, carrying: String?, wanting: AttestationLevels, client: SigningClient,
-                origin: String, via transport: any DirectTransport) async throws(SignCoreError) -> Token {
-        let task = state.withLock { current -> Task<Token, any Error> in
-            current.waiters += 1
-            if let inFlight = current.inFlight { return inFlight }
-            let task = Task { [self] in
-                defer { state.withLock { $0.inFlight = nil } }
-                let token = try await AttestExchange(policy: policy, client: client, origin: origin, transport: transport)
-                    .obtain(challenge: challenge, carrying: carrying, wanting: wanting)
-                state.withLock { done in
-                    done.token = token
-                    done.completed += 1
-                }
-                return token
+    /// A token holding `needs`: the one an attestation in flight brings, when it holds them, or a
+    /// new attestation's: `challenge` (or one asked for) solved and redeemed, carrying
+    /// `carrying`, then further challenges until the token holds `wanting`.
+    func obtain(_ policy: AttestationPolicy, challenge: Challenge?, carrying: String?, wanting: AttestationLevels, needs: AttestationLevels,
+                client: SigningClient, via transport: any DirectTransport) async throws(SignCoreError) -> Token {
+        while true {
+            let leads = state.withLock { state -> Bool in
+                guard !state.inFlight else { return false }
+                state.inFlight = true
+                return true
             }
-            current.inFlight = task
-            return task
+            if leads { return try await lead(policy, challenge: challenge, carrying: carrying, wanting: wanting, client: client, via: transport) }
+            // Another request's attestation: its token, when it holds what this request needs.
+            if let token = try await follow(), token.levels.meets(needs) { return token }
+            if Task.isCancelled { throw SignCoreError(.challengeAbandoned, "the attestation was cancelled") }
+        }
+    }
+
+    /// Runs the attestation in this task, then hands its outcome to every waiter.
+    private func lead(_ policy: AttestationPolicy, challenge: Challenge?, carrying: String?, wanting: AttestationLevels,
+                      client: SigningClient, via transport: any DirectTransport) async throws(SignCoreError) -> Token {
+        let outcome: Result<Token, SignCoreError>
+        do {
+            let token = try await AttestExchange(policy: policy, client: client, origin: origin, transport: transport)
+                .obtain(challenge: challenge, carrying: carrying, wanting: wanting)
+            outcome = .success(token)
+        } catch {
+            outcome = .failure(error)
+        }
+        let waiters = state.withLock { state -> [Waiter] in
+            if case .success(let token) = outcome {
+                // Never a token with fewer levels in place of one still valid.
+                if !(state.token.map { $0.isValid && !token.levels.isSuperset(of: $0.levels) } ?? false) { state.token = token }
+                state.completed += 1
+            }
+            state.inFlight = false
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters {
+            switch outcome {
+            case .success(let token): waiter.continuation.resume(returning: token)
+            case .failure: waiter.continuation.resume(returning: nil)  // each goes on by itself
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Waits for the attestation in flight: its token, or nil when it failed or had finished
+    /// already. A cancelled waiter stops waiting at once.
+    private func follow() async throws(SignCoreError) -> Token? {
+        let id = state.withLock { state -> Int in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
         }
         do {
-            let token = try await withTaskCancellationHandler {
-                try await task.value
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Token?, any Error>) in
+                    let waiting = state.withLock { state -> Bool in
+                        guard state.inFlight, !Task.isCancelled else { return false }
+                        state.waiters.append(Waiter(id: id, continuation: continuation))
+                        return true
+                    }
+                    if !waiting { continuation.resume(returning: nil) }
+                }
             } onCancel: { [self] in
-                state.withLock { state in if state.waiters == 1 { task.cancel() } }
+                let waiter = state.withLock { state -> Waiter? in
+                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.waiters.remove(at: index)
+                }
+                waiter?.continuation.resume(throwing: CancellationError())
             }
-            state.withLock { $0.waiters -= 1 }
-            return token
         } catch {
-            state.withLock { $0.waiters -= 1 }
-            if let error = error as? SignCoreError { throw error }
             throw SignCoreError(.challengeAbandoned, "the attestation was cancelled")
         }
     }
 
-    /// Renews `token` in the background (one renewal at a time), for the same levels, through a
-    /// transport that outlives the request that noticed it was due. A failed renewal leaves the
-    /// token in place until it expires; the next request due starts another.
-    func renewInBackground(_ token: Token, _ policy: AttestationPolicy, client: SigningClient, origin: String,
-                           via transport: any DirectTransport) {
+    /// Renews `token` in the background for the same levels, through a transport that outlives
+    /// the request that noticed it was due: one renewal at a time, and after one fails, none
+    /// again before half the token's remaining time (at most 30 s) has passed. The token stays
+    /// in place until a renewal replaces it or it expires.
+    func renewInBackground(_ token: Token, _ policy: AttestationPolicy, client: SigningClient, via transport: any DirectTransport) {
         let start = state.withLock { state -> Bool in
-            guard !state.renewing, state.inFlight == nil else { return false }
+            guard !state.renewing, !state.inFlight, state.renewAfter.map({ ContinuousClock.now >= $0 }) ?? true else { return false }
             state.renewing = true
             return true
         }
         guard start else { return }
         Task.detached(priority: .utility) { [self] in
-            defer { state.withLock { $0.renewing = false } }
-            _ = try? await obtain(policy, challenge: nil, carrying: nil, wanting: token.levels, client: client, origin: origin, via: transport)
+            let renewed = (try? await obtain(policy, challenge: nil, carrying: nil, wanting: token.levels, needs: token.levels,
+                                             client: client, via: transport)) != nil
+            state.withLock { state in
+                state.renewing = false
+                let wait = min(Duration.seconds(30), (ContinuousClock.now.duration(to: token.expires)) / 2)
+                state.renewAfter = renewed ? nil : ContinuousClock.now + max(.seconds(1), wait)
+            }
         }
     }
 }
