@@ -4,11 +4,6 @@ public enum JWK {
     /// The RFC 7638 thumbprint of a key, whatever its key id (base64url of `key.thumbprint`).
     public static func thumbprint(of key: SigningKey) -> String { key.thumbprint.description }
 
-    /// RFC 7638: base64url(SHA-256(the required members, sorted, no whitespace)).
-    static func thumbprint(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> String {
-        thumbprintDigest(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret).description
-    }
-
     /// SHA-256 of the required members, sorted, no whitespace (RFC 7638). Hashed in pieces so
     /// that an HMAC secret is never copied into a String, which could not be wiped.
     static func thumbprintDigest(algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer) -> SHA256Digest {

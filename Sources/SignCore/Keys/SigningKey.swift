@@ -61,9 +61,14 @@ public final class SigningKey: @unchecked Sendable {
                                            whash: whash, token: token)
     }
 
-    private init(id: String, algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer? = nil,
+    /// `id`: the given key id (checked by the constructor), or nil for the RFC 7638 thumbprint.
+    private init(id: String?, algorithm: SignatureAlgorithm, publicKey: [UInt8], hmacSecret: UnsafeRawBufferPointer? = nil,
                  ed25519Key: CryptoBackend.Ed25519PrivateKey? = nil, p256Key: CryptoBackend.P256Key? = nil,
                  externalSigner: (any ExternalSigner)? = nil) {
+        let thumbprint = JWK.thumbprintDigest(algorithm: algorithm, publicKey: publicKey,
+                                              hmacSecret: hmacSecret ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        self.thumbprint = thumbprint
+        var id = id ?? thumbprint.description
         self.id = id
         self.algorithm = algorithm
         self.publicKey = publicKey
@@ -72,7 +77,6 @@ public final class SigningKey: @unchecked Sendable {
         self.externalSigner = externalSigner
         let prefix = UnsafeMutableRawBufferPointer.allocate(byteCount: SigningInput.maxPrefixByteCount, alignment: 8)
         var writer = ByteWriter(prefix)
-        var id = id
         id.withUTF8 { SigningInput.writePrefix(algorithm: algorithm, keyID: UnsafeRawBufferPointer($0), into: &writer) }
         let signingInputPrefix = UnsafeRawBufferPointer(rebasing: prefix[..<writer.count])
         self.signingInputPrefix = signingInputPrefix
@@ -80,8 +84,6 @@ public final class SigningKey: @unchecked Sendable {
         replayTag = ReplayKey(idBytes).tag
         keyID = KeyID(of: idBytes)
         hmacKey = hmacSecret.map { CryptoBackend.HMACKey(secret: $0, signingInputPrefix: signingInputPrefix) }
-        thumbprint = JWK.thumbprintDigest(algorithm: algorithm, publicKey: publicKey,
-                                          hmacSecret: hmacSecret ?? UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     /// Refuses a given key id that is not 1-64 base64url characters (header-safe).
@@ -89,12 +91,6 @@ public final class SigningKey: @unchecked Sendable {
         if let id, !isValidKeyID(id) {
             throw SignCoreError(.invalidKey, "a key id must be 1-64 characters from A-Z a-z 0-9 - _")
         }
-    }
-
-    /// The given key id, or the RFC 7638 thumbprint when none is given.
-    private static func resolveID(_ id: String?, _ algorithm: SignatureAlgorithm, publicKey: [UInt8],
-                                  hmacSecret: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) -> String {
-        id ?? JWK.thumbprint(algorithm: algorithm, publicKey: publicKey, hmacSecret: hmacSecret)
     }
 
     deinit {
@@ -122,7 +118,6 @@ public final class SigningKey: @unchecked Sendable {
         guard (minHMACSecretBytes...maxHMACSecretBytes).contains(secret.count) else {
             throw SignCoreError(.invalidKey, "an HMAC secret must be 32 to 1024 bytes")
         }
-        let id = resolveID(id, .hmacSHA256, publicKey: [], hmacSecret: secret)
         return SigningKey(id: id, algorithm: .hmacSHA256, publicKey: [], hmacSecret: secret)
     }
 
@@ -137,7 +132,7 @@ public final class SigningKey: @unchecked Sendable {
         guard seed.count == 32 else { throw SignCoreError(.invalidKey, "an Ed25519 seed must be 32 bytes") }
         try SignCoreRuntime.start()
         let key = try CryptoBackend.Ed25519PrivateKey(seed: seed)
-        return SigningKey(id: resolveID(id, .ed25519, publicKey: key.publicKey), algorithm: .ed25519, publicKey: key.publicKey, ed25519Key: key)
+        return SigningKey(id: id, algorithm: .ed25519, publicKey: key.publicKey, ed25519Key: key)
     }
 
     /// An Ed25519 public key (verify only): a canonical encoding of a point of the prime-order
@@ -145,7 +140,7 @@ public final class SigningKey: @unchecked Sendable {
     public static func ed25519(publicKey: [UInt8], id: String? = nil) throws(SignCoreError) -> SigningKey {
         try checkID(id)
         try checkEd25519(publicKey: publicKey)
-        return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey)
+        return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey)
     }
 
     private static func checkEd25519(publicKey: [UInt8]) throws(SignCoreError) {
@@ -168,7 +163,7 @@ public final class SigningKey: @unchecked Sendable {
         try checkID(id)
         try SignCoreRuntime.start()
         let key = try CryptoBackend.P256Key(privateKey: privateKey)
-        return SigningKey(id: resolveID(id, .p256, publicKey: key.publicKey), algorithm: .p256, publicKey: key.publicKey, p256Key: key)
+        return SigningKey(id: id, algorithm: .p256, publicKey: key.publicKey, p256Key: key)
     }
 
     /// A P-256 public key from its uncompressed point 0x04 || x || y (verify only); the point
@@ -178,7 +173,7 @@ public final class SigningKey: @unchecked Sendable {
         try SignCoreRuntime.start()
         // The backend checks the length first: the thumbprint reads both coordinates (a short coordinate never reaches it).
         let key = try withBytes(of: point) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) }
-        return SigningKey(id: resolveID(id, .p256, publicKey: point), algorithm: .p256, publicKey: point, p256Key: key)
+        return SigningKey(id: id, algorithm: .p256, publicKey: point, p256Key: key)
     }
 
     /// A new random key from the system CSPRNG.
@@ -211,12 +206,12 @@ public final class SigningKey: @unchecked Sendable {
             throw SignCoreError(.invalidKey, "an external signer holds the private half of an EdDSA or ES256 key")
         case .ed25519:
             try checkEd25519(publicKey: publicKey)
-            return SigningKey(id: resolveID(id, .ed25519, publicKey: publicKey), algorithm: .ed25519, publicKey: publicKey,
+            return SigningKey(id: id, algorithm: .ed25519, publicKey: publicKey,
                               externalSigner: signer)
         case .p256:
             try SignCoreRuntime.start()
             let key = try withBytes(of: publicKey) { (raw) throws(SignCoreError) in try CryptoBackend.P256Key(publicKey: raw) }
-            return SigningKey(id: resolveID(id, .p256, publicKey: publicKey), algorithm: .p256, publicKey: publicKey, p256Key: key,
+            return SigningKey(id: id, algorithm: .p256, publicKey: publicKey, p256Key: key,
                               externalSigner: signer)
         }
     }

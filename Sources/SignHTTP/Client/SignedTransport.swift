@@ -27,8 +27,9 @@ public protocol SignedTransport {
     var direct: any DirectTransport { get }
 
     /// The same, usable after this request has ended (a token renewed in the background); nil
-    /// when the library's path is bound to the request (an OpenAPI middleware's `next`), and
-    /// then the policies do such work within a request instead.
+    /// when the library's path is bound to the request (an OpenAPI middleware's `next`): then
+    /// work that would run in the background does not run, and a token is renewed by the 428
+    /// that meets it at its expiry.
     var detached: (any DirectTransport)? { get }
 }
 
