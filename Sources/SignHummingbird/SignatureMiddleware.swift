@@ -55,7 +55,9 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         let isEndpoint = attestation?.isEndpoint(request.head) ?? false
         let requirement = isEndpoint ? .require : decision.signature
         let route = decision.route
-        let attested = decision.requirements[RouteAttestation.self]
+        // The endpoint's own requests are attestation's means, never asked for a token (and so
+        // their nonces are recorded as any signed request's).
+        let attested = isEndpoint ? .off : decision.requirements[RouteAttestation.self]
         if attested.mode != .off, attestation == nil || requirement == .off {
             // Fail closed: a token cannot be checked without a gate, nor bound without a signature.
             return Self.response(for: SignCoreError(.invalidConfiguration, "a route asks for attestation that this server cannot check"))
@@ -91,9 +93,19 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         }
         if let attestation, let identity = context.signCore.identity {
             if isEndpoint { return await answer(request, gate: attestation, identity: identity) }
-            if attested.mode != .off, let refused = await attest(request, gate: attestation, identity: identity, requirement: attested,
-                                                                 route: route, record: record, context: &context) {
-                return refused
+            if attested.mode != .off {
+                switch await attest(request, gate: attestation, identity: identity, requirement: attested, route: route, record: record,
+                                    context: &context) {
+                case .proceed: break
+                case .refuse(let response): return response
+                case .recordFailed(let error):
+                    // The nonce was spent or could not be stored: the signature's own failure, as `verify` would have thrown it.
+                    audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
+                    context.signCore.identity = nil
+                    context.signCore[Attested.self] = nil
+                    context.signCore.verdict = .failed(error.code)
+                    if requirement == .require || attested.mode == .require { return Self.response(for: error) }
+                }
             }
         }
         return try await next(request, context)

@@ -38,8 +38,9 @@ public final class PostgresRedemptionStore: RedemptionStore {
         guard PostgresStore.isPlainIdentifier(configuration.table) else {
             throw SignCoreError(.invalidConfiguration, "the redemption table is a lower-case SQL identifier, optionally schema-qualified")
         }
-        guard configuration.retention >= Int64(Attestor.skews.upperBound / 1000), configuration.sweepInterval >= 1 else {
-            throw SignCoreError(.invalidConfiguration, "the PostgreSQL redemption store keeps rows 60 s or more past expiry, and sweeps every second or less often")
+        guard (Int64(Attestor.skews.upperBound / 1000)...86_400).contains(configuration.retention),
+              (1...86_400).contains(configuration.sweepInterval) else {
+            throw SignCoreError(.invalidConfiguration, "the PostgreSQL redemption store keeps rows 60 s to a day past expiry, and sweeps every 1 s to a day")
         }
         self.configuration = configuration
         store = PostgresStore(client: client, logger: logger, timeout: configuration.timeout)

@@ -60,7 +60,9 @@ import Testing
         basic[RouteAttestation.self] = .require(.level(0))
         var strong = RouteRequirements.require
         strong[RouteAttestation.self] = .require([.level(0), .level(1)])
-        let policy = try RoutePolicy([.init("/basic/**", basic), .init("/strong/**", strong)], fallback: .require)
+        var second = RouteRequirements.require
+        second[RouteAttestation.self] = .require(.level(1))
+        let policy = try RoutePolicy([.init("/basic/**", basic), .init("/strong/**", strong), .init("/second/**", second)], fallback: .require)
         let gate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: CountingStore(counts: counts), tokenTTL: tokenTTL),
                                        challenges: [try ChallengePolicy(difficulty: 12, count: 2, levels: .level(0)),
                                                     try ChallengePolicy(difficulty: 12, count: 2, levels: .level(1))])
@@ -68,7 +70,7 @@ import Testing
         router.add(middleware: CountChallenges(counts: counts))
         router.add(middleware: SignatureMiddleware(verifier: verifier, origin: ServerOrigin(scheme: "http"), policy: policy,
                                                    body: .buffered(limit: 4 << 20), attestation: gate))
-        for path in ["/basic/x", "/strong/x"] {
+        for path in ["/basic/x", "/strong/x", "/second/x"] {
             router.get(RouterPath(stringLiteral: path)) { _, context -> String in "levels \(context.signCore[Attested.self]?.levels.rawValue ?? 0)" }
         }
         router.post("/basic/upload") { request, context -> String in
@@ -195,6 +197,43 @@ import Testing
             }
             #expect(statuses == Array(repeating: 200, count: 5))
         }
+    }
+
+    /// Two routes asking different levels, met at once by a new client: both get through, and the
+    /// token then holds both levels (the second attestation carried the first token).
+    @Test func routesAskingDifferentLevelsAtOnce() async throws {
+        let key = try SigningKey.generate(.ed25519)
+        let counts = Counts()
+        try await Self.application(clients: [key], counts: counts).test(.live) { server in
+            let base = "http://127.0.0.1:\(try #require(server.port))"
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = try Self.client(key)
+            let statuses = try await withThrowingTaskGroup(of: UInt.self) { group in
+                for path in ["/basic/x", "/second/x", "/basic/x", "/second/x"] {
+                    group.addTask { try await http.execute(HTTPClientRequest(url: base + path), client: client, timeout: .seconds(20)).status.code }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == [200, 200, 200, 200])
+            let both = try await http.execute(HTTPClientRequest(url: base + "/strong/x"), client: client, timeout: .seconds(10))
+            let body = try await both.body.collect(upTo: 1024)
+            #expect(String(buffer: body) == "levels 3")
+        }
+        #expect(counts.redeemed == 2, "one attestation per level")
+    }
+
+    @Test func attestingAtStartUpHealsTheClock() async throws {
+        let key = try SigningKey.generate(.ed25519)
+        let counts = Counts()
+        try await Self.application(clients: [key], counts: counts).test(.live) { server in
+            let base = "http://127.0.0.1:\(try #require(server.port))"
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = try Self.client(key, clockOffset: 600)
+            #expect(try await client.attest(at: base, through: HTTPClientTransport(http: http)) == .level(0))
+        }
+        #expect(counts.redeemed == 1)
     }
 
     @Test func anApplicationsOwn428IsReturnedUntouched() async throws {

@@ -233,6 +233,30 @@ import Testing
         }
     }
 
+    /// Under a policy whose fallback asks for attestation, the endpoint's own requests are still
+    /// verified as any signed request: a replayed attest request is refused.
+    @Test func theEndpointsNoncesAreRecordedWhateverThePolicyAsks() async throws {
+        var attested = RouteRequirements.require
+        attested[RouteAttestation.self] = .require(.level(0))
+        let verifier = try Verifier(keys: KeySet([Self.client.publicOnly()]), replayGuard: InMemoryReplayGuard())
+        let gate = try AttestationGate(attestor: Attestor(keys: Self.keys, redemptions: InMemoryRedemptionStore()),
+                                       challenges: [try ChallengePolicy(difficulty: 12, count: 1, levels: .level(0))])
+        let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: SignatureMiddleware(verifier: verifier, origin: Self.origin, policy: RoutePolicy([], fallback: attested),
+                                                   attestation: gate))
+        router.get("/x") { _, _ in "reached" }
+        try await Application(router: router).test(.live) { client in
+            let first = try await client.execute(uri: "/x", method: .get, headers: Self.signed("/x"))
+            let challenge = try Challenge(parsing: try #require(first.headers[Self.challengeField]))
+            let body = AttestRequest(challenge: challenge, answer: ProofOfWork.smallestAnswer(for: challenge)).body
+            let headers = try Self.signed(AttestationGate.defaultEndpoint, method: .post, body: body)
+            let redeemed = try await client.execute(uri: AttestationGate.defaultEndpoint, method: .post, headers: headers, body: ByteBuffer(bytes: body))
+            #expect(redeemed.status == .ok)
+            let replayed = try await client.execute(uri: AttestationGate.defaultEndpoint, method: .post, headers: headers, body: ByteBuffer(bytes: body))
+            #expect(replayed.status == .unauthorized && Self.code(replayed) == 23)
+        }
+    }
+
     @Test func aRouteAskingAttestationWithoutAGateFailsClosed() async throws {
         var attested = RouteRequirements.require
         attested[RouteAttestation.self] = .require(.level(0))

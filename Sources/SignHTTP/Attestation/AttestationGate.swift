@@ -79,7 +79,9 @@ public struct AttestationGate: Sendable {
         guard requirement.mode != .off, !requirement.levels.isEmpty else { return .pass(nil) }
         let now = clock()
         let thumbprint: [UInt8]
-        do { thumbprint = try Self.thumbprint(of: identity) } catch { return .refuse(refusal(error, now: now), error) }
+        do { thumbprint = try Self.thumbprint(of: identity) } catch {
+            return requirement.mode == .monitor ? .monitored(error) : .refuse(refusal(error, now: now), error)
+        }
         var lacking = requirement.levels
         let error: SignCoreError
         do throws(SignCoreError) {

@@ -69,7 +69,8 @@ public final class SigningClient: Sendable {
         guard !overflow, difference.magnitude <= UInt64(Self.maxClockCorrection) else { return false }
         let fallback = clockOffset
         return origin.update(LearnedOffset.self) { learned in
-            guard (difference - (learned ?? fallback)).magnitude > 1 else { return false }
+            let (change, overflow) = difference.subtractingReportingOverflow(learned ?? fallback)
+            guard overflow || change.magnitude > 1 else { return false }
             learned = difference
             return true
         }

@@ -12,12 +12,21 @@ import SignHTTP
 /// whose requests are always verified. In the signature middleware itself, so that no order of
 /// middlewares can let a request through with its nonce unrecorded or its token unchecked.
 extension SignatureMiddleware {
-    /// Checks the token for `requirement`; nil when the request goes on (its nonce recorded, the
-    /// token in the context), else the refusal to answer with.
+    enum AttestOutcome {
+        /// The request goes on, its nonce recorded (and its token in the context when it passed).
+        case proceed
+        /// The attestation's refusal (a 428 with a challenge, say); the nonce is not recorded.
+        case refuse(Response)
+        /// The attestation passed (or was monitored), but the nonce could not be recorded:
+        /// `replayed`, or the replay store unreachable.
+        case recordFailed(SignCoreError)
+    }
+
+    /// Checks the token for `requirement`, then records the signature's nonce.
     func attest(_ request: Request, gate: AttestationGate, identity: VerifiedIdentity, requirement: AttestationRequirement,
-                route: String, record: DeferredRecord, context: inout Context) async -> Response? {
+                route: String, record: DeferredRecord, context: inout Context) async -> AttestOutcome {
         let origin: String
-        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return Self.response(for: error) }
+        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return .refuse(Self.response(for: error)) }
         switch gate.check(request.head, identity: identity, requirement: requirement, origin: origin) {
         case .pass(let token):
             context.signCore[Attested.self] = token
@@ -25,10 +34,10 @@ extension SignatureMiddleware {
             Self.log("attestation would have refused", error, mode: "monitor", route: route, logger: context.logger)
         case .refuse(let refusal, let error):
             Self.log("attestation refused", error, mode: "require", route: route, logger: context.logger)
-            return Response(refusal)
+            return .refuse(Response(refusal))
         }
-        do { try await record() } catch { return Self.response(for: error) }
-        return nil
+        do { try await record() } catch { return .recordFailed(error) }
+        return .proceed
     }
 
     /// Answers the attest endpoint (docs/ATTEST.md §4) for a verified request; its body was

@@ -83,13 +83,24 @@ struct AttestExchange {
         return SignCoreError(.attestationMalformed, "the attest endpoint answered \(response.status.code) when the client \(what)")
     }
 
+    /// Signs and sends one request to the endpoint; one refused for a clock that is off
+    /// (`expired`, `notYetValid` with the server's time) is signed again once with the clock
+    /// healed, as `ClockPolicy` does for the client's own requests (attesting at start-up is
+    /// where nothing has healed the clock yet).
     private func send(_ method: HTTPRequest.Method, path: String, body: [UInt8], token: String?) async throws(SignCoreError) -> (HTTPResponse, [UInt8]) {
-        var request = try HTTPRequest(method: method, urlString: origin.origin + path)
-        if method == .post { request.headerFields[.contentType] = "application/json" }
-        if let token { request.headerFields[policy.names.token] = token }
-        try await client.signer(for: origin).signAsync(&request, body: body, names: client.names)
-        do { return try await transport.send(request, body: body) } catch let error as SignCoreError { throw error } catch {
-            throw SignCoreError(.upstreamFailed, "the attest endpoint could not be reached (\(type(of: error)))")
+        var unsigned = try HTTPRequest(method: method, urlString: origin.origin + path)
+        if method == .post { unsigned.headerFields[.contentType] = "application/json" }
+        if let token { unsigned.headerFields[policy.names.token] = token }
+        for attempt in 0..<2 {
+            var request = unsigned
+            try await client.signer(for: origin).signAsync(&request, body: body, names: client.names)
+            let (response, bytes): (HTTPResponse, [UInt8])
+            do { (response, bytes) = try await transport.send(request, body: body) } catch let error as SignCoreError { throw error } catch {
+                throw SignCoreError(.upstreamFailed, "the attest endpoint could not be reached (\(type(of: error)))")
+            }
+            guard attempt == 0, let refusal = ReceivedRefusal(response), refusal.code == .expired || refusal.code == .notYetValid,
+                  let now = refusal.serverTime, client.heal(serverTime: now, origin: origin) else { return (response, bytes) }
         }
+        throw SignCoreError(.expired, "the attest endpoint refused the client's clock twice")
     }
 }

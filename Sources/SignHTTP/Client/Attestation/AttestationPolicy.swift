@@ -93,7 +93,8 @@ public struct AttestationPolicy: ExchangePolicy {
         do {
             // A genuine token short of the route's levels is carried over into the next (§4.5).
             _ = try await attestation.obtain(self, challenge: challenge, carrying: refusal.code == .attestationInsufficient ? sent : nil,
-                                             wanting: [], needs: challenge.levels, client: exchange.client, via: exchange.context.direct)
+                                             carryHeld: true, wanting: [], needs: challenge.levels, client: exchange.client,
+                                             via: exchange.context.direct)
         } catch {
             return .fail(error)
         }

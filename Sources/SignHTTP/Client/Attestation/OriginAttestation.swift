@@ -75,16 +75,23 @@ final class OriginAttestation: Sendable {
 
     /// A token holding `needs`: the one an attestation in flight brings, when it holds them, or a
     /// new attestation's: `challenge` (or one asked for) solved and redeemed, carrying
-    /// `carrying`, then further challenges until the token holds `wanting`.
-    func obtain(_ policy: AttestationPolicy, challenge: Challenge?, carrying: String?, wanting: AttestationLevels, needs: AttestationLevels,
-                client: SigningClient, via transport: any DirectTransport) async throws(SignCoreError) -> Token {
+    /// `carrying` (or, with `carryHeld`, the token held), then further challenges until the
+    /// token holds `wanting`. A renewal carries nothing: a carried token would bound the new
+    /// one's expiry by its own (§4.5).
+    func obtain(_ policy: AttestationPolicy, challenge: Challenge?, carrying: String?, carryHeld: Bool = false, wanting: AttestationLevels,
+                needs: AttestationLevels, client: SigningClient, via transport: any DirectTransport) async throws(SignCoreError) -> Token {
         while true {
             let leads = state.withLock { state -> Bool in
                 guard !state.inFlight else { return false }
                 state.inFlight = true
                 return true
             }
-            if leads { return try await lead(policy, challenge: challenge, carrying: carrying, wanting: wanting, client: client, via: transport) }
+            if leads {
+                // A 428's attestation carries the token held (valid, this key's), so that levels
+                // proven for another route are kept beside the new ones (§4.5), never dropped.
+                return try await lead(policy, challenge: challenge, carrying: carrying ?? (carryHeld ? currentToken()?.text : nil),
+                                      wanting: wanting, client: client, via: transport)
+            }
             // Another request's attestation: its token, when it holds what this request needs.
             if let token = try await follow(), token.levels.meets(needs) { return token }
             if Task.isCancelled { throw SignCoreError(.challengeAbandoned, "the attestation was cancelled") }
@@ -115,14 +122,17 @@ final class OriginAttestation: Sendable {
         for waiter in waiters {
             switch outcome {
             case .success(let token): waiter.continuation.resume(returning: token)
-            case .failure: waiter.continuation.resume(returning: nil)  // each goes on by itself
+            // The leader's request was cancelled: the others go on by themselves.
+            case .failure where Task.isCancelled: waiter.continuation.resume(returning: nil)
+            // Any other failure is theirs too: no request repeats an attestation that just failed.
+            case .failure(let error): waiter.continuation.resume(throwing: error)
             }
         }
         return try outcome.get()
     }
 
-    /// Waits for the attestation in flight: its token, or nil when it failed or had finished
-    /// already. A cancelled waiter stops waiting at once.
+    /// Waits for the attestation in flight: its token, its error, or nil when its leader was
+    /// cancelled or it had finished already. A cancelled waiter stops waiting at once.
     private func follow() async throws(SignCoreError) -> Token? {
         let id = state.withLock { state -> Int in
             defer { state.nextWaiter += 1 }
@@ -145,6 +155,8 @@ final class OriginAttestation: Sendable {
                 }
                 waiter?.continuation.resume(throwing: CancellationError())
             }
+        } catch let error as SignCoreError {
+            throw error
         } catch {
             throw SignCoreError(.challengeAbandoned, "the attestation was cancelled")
         }
