@@ -34,7 +34,12 @@ public struct AttestResponse: Sendable, Equatable {
               case .integer(let levels)? = object["levels"], case .integer(let now)? = object["now"],
               AttestationToken.ttls ~= Int(ttl), (1...Int64(UInt16.max)) ~= levels, now >= 0
         else { throw SignCoreError(.attestationMalformed, "an attest response has token, ttl, levels and now") }
-        self.token = String(decoding: token, as: UTF8.self)
+        // The token goes into a header field as it came: base64url of at most 1024 bytes (§5.3, §5.4).
+        let text = String(decoding: token, as: UTF8.self)
+        guard token.count <= 1024, Base64URL.decode(text) != nil else {
+            throw SignCoreError(.attestationMalformed, "an attest response's token is base64url of at most 1024 bytes")
+        }
+        self.token = text
         self.ttl = Int(ttl)
         self.levels = AttestationLevels(rawValue: UInt16(levels))
         self.now = now
