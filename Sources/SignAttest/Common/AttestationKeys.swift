@@ -56,11 +56,4 @@ public struct AttestationKeys: Sendable {
 
     /// The `OKP` or `EC` key with this id, which checks a token's signature.
     public func tokenKey(id: String) -> SigningKey? { tokenKeys[id] }
-
-    /// The token keys' public halves, as a JWK Set an upstream can verify tokens with.
-    public func publicTokenKeys() throws(SignCoreError) -> String {
-        var keys: [SigningKey] = []
-        for key in tokenKeys.values.sorted(by: { $0.id < $1.id }) { keys.append(try key.publicOnly()) }
-        return try JWK.serialize(keys, includePrivate: false)
-    }
 }

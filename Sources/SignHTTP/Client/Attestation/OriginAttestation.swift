@@ -37,8 +37,6 @@ final class OriginAttestation: Sendable {
         var renewAfter: ContinuousClock.Instant?
         var required = false
         var levels: AttestationLevels = []
-        /// Attestations completed, for tests and logs.
-        var completed = 0
     }
 
     private let state = Locked(State())
@@ -62,7 +60,6 @@ final class OriginAttestation: Sendable {
 
     var isRequired: Bool { state.withLock { $0.required } }
     var lastLevels: AttestationLevels { state.withLock { $0.levels } }
-    var completed: Int { state.withLock { $0.completed } }
 
     func noteRequired(_ levels: AttestationLevels) {
         state.withLock { $0.required = true; $0.levels.formUnion(levels) }
@@ -113,7 +110,6 @@ final class OriginAttestation: Sendable {
             if case .success(let token) = outcome {
                 // Never a token with fewer levels in place of one still valid.
                 if !(state.token.map { $0.isValid && !token.levels.isSuperset(of: $0.levels) } ?? false) { state.token = token }
-                state.completed += 1
             }
             state.inFlight = false
             defer { state.waiters = [] }
