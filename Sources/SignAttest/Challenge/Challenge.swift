@@ -9,6 +9,22 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         public init(rawValue: UInt8) { self.rawValue = rawValue }
         /// Proof of work (ATTEST.md §3).
         public static let proofOfWork = Kind(rawValue: 1)
+        /// A device registration's one-time challenge (ATTEST.md §9.3): grants no level.
+        public static let registration = Kind(rawValue: 2)
+        /// Answered by a registered device (ATTEST.md §9.6): the seed's one-time payload.
+        public static let device = Kind(rawValue: 3)
+
+        /// Whether `difficulty`, `count` and `levels` are in this kind's ranges (ATTEST.md §2.4):
+        /// proof of work has d 1-32, k 1-16 and levels; the device kinds d = k = 0, and levels
+        /// only when answered by a device.
+        func admits(difficulty: Int, count: Int, levels: AttestationLevels) -> Bool {
+            switch self {
+            case .proofOfWork: Challenge.difficulties ~= difficulty && Challenge.counts ~= count && !levels.isEmpty
+            case .registration: difficulty == 0 && count == 0 && levels.isEmpty
+            case .device: difficulty == 0 && count == 0 && !levels.isEmpty
+            default: false
+            }
+        }
     }
 
     public static let version: UInt8 = 1
@@ -33,7 +49,8 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
     public let ttl: Int
     /// Milliseconds that must pass between issue and redemption.
     public let minElapsed: Int
-    /// The thumbprint of the key the challenge was issued to.
+    /// The thumbprint of the key the challenge was issued to (a registration challenge: the
+    /// key id it is bound to, or 32 zero bytes when unbound).
     public let keyThumbprint: [UInt8]
     /// The origin digest of the request that was challenged.
     public let originDigest: [UInt8]
@@ -60,7 +77,7 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
     public init(kind: Kind = .proofOfWork, difficulty: Int, count: Int, levels: AttestationLevels, issuedAt: UInt64, ttl: Int,
                 minElapsed: Int = 0, keyThumbprint: [UInt8], originDigest: [UInt8], random: [UInt8]? = nil,
                 key: SigningKey) throws(SignCoreError) {
-        guard kind == .proofOfWork, Self.difficulties ~= difficulty, Self.counts ~= count, !levels.isEmpty,
+        guard kind.admits(difficulty: difficulty, count: count, levels: levels),
               Self.ttls ~= ttl, minElapsed >= 0, minElapsed < ttl * 1000, keyThumbprint.count == 32, originDigest.count == 32, random.map({ $0.count == 16 }) ?? true
         else { throw SignCoreError(.invalidConfiguration, "challenge parameters outside ATTEST.md §2.1's ranges") }
         guard key.algorithm == .hmacSHA256 else { throw SignCoreError(.invalidConfiguration, "a challenge is authenticated by an oct key") }
@@ -95,15 +112,15 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         let layout = LayoutReader(bytes: bytes)
         let kidLength = Int(layout.u8(at: 102))
         guard layout.u8(at: 0) == Self.version else { throw Self.malformed("the challenge's version is not 1") }
-        guard layout.u8(at: 1) == Kind.proofOfWork.rawValue else { throw Self.malformed("the challenge's type is not one this version knows") }
         kind = Kind(rawValue: layout.u8(at: 1))
+        guard [Kind.proofOfWork, .registration, .device].contains(kind) else { throw Self.malformed("the challenge's type is not one this version knows") }
         difficulty = Int(layout.u8(at: 2))
         count = Int(layout.u8(at: 3))
         levels = AttestationLevels(rawValue: layout.u16(at: 4))
         let issued = layout.u64(at: 6)
         ttl = Int(layout.u32(at: 14))
         minElapsed = Int(layout.u32(at: 18))
-        guard Self.difficulties ~= difficulty, Self.counts ~= count, !levels.isEmpty, Self.ttls ~= ttl, minElapsed < ttl * 1000
+        guard kind.admits(difficulty: difficulty, count: count, levels: levels), Self.ttls ~= ttl, minElapsed < ttl * 1000
         else { throw Self.malformed("a challenge field is outside its range") }
         guard bytes.count == Self.fixedBytes + kidLength + Self.tagBytes, LayoutReader.isKeyID(bytes[103..<(103 + kidLength)]) else {
             throw Self.malformed("the challenge's key id or length is wrong")

@@ -31,8 +31,10 @@ extension Attestor {
         guard challenge.keyThumbprint == keyThumbprint else {
             throw SignCoreError(.challengeKeyMismatch, "the challenge was issued to another key")
         }
-        // 7. The answer.
-        guard ProofOfWork.isValid(request.answer, for: challenge) else {
+        // 7. The answer: the work, or a registered device's key (ATTEST.md §9.6).
+        if challenge.kind == .device {
+            try await checkDevice(keyThumbprint: keyThumbprint, levels: challenge.levels)
+        } else if !ProofOfWork.isValid(request.answer, for: challenge) {
             throw SignCoreError(.wrongAnswer, "the answer does not solve the challenge")
         }
         // 8. Redeemed once, fleet-wide.

@@ -6,7 +6,8 @@ enum JSON: Sendable {
     /// Between the quotes, escapes not decoded (`JSONDocument.withString` decodes them).
     case string(Range<Int>)
     case array([JSON])
-    case object([Member])
+    /// The members, and the range of the whole object's text (braces included).
+    case object([Member], Range<Int>)
 
     struct Member: Sendable {
         /// The name's bytes after unescaping.
@@ -17,7 +18,7 @@ enum JSON: Sendable {
     /// The member named `name`, compared as bytes (never as Unicode text: a Kelvin sign is
     /// not a `K`).
     subscript(name: StaticString) -> JSON? {
-        guard case let .object(members) = self else { return nil }
+        guard case let .object(members, _) = self else { return nil }
         let wanted = name.bytes
         return members.first { $0.name.withUnsafeBytes { bytesEqual($0, wanted) } }?.value
     }

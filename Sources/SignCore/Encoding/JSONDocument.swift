@@ -100,11 +100,12 @@ final class JSONDocument {
         }
 
         mutating func object(depth: Int) throws(SignCoreError) -> JSON {
+            let start = index
             index += 1
             var members: [JSON.Member] = []
             var names = Set<[UInt8]>()
             skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members, start..<index) }
             while true {
                 skipSpace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Self.error("expected a member name") }
@@ -120,7 +121,7 @@ final class JSONDocument {
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
                 guard bytes[index] == UInt8(ascii: "}") else { throw Self.error("expected ',' or '}'") }
                 index += 1
-                return .object(members)
+                return .object(members, start..<index)
             }
         }
 

@@ -8,6 +8,9 @@ public struct JSONObject: Sendable {
     public enum Value: Sendable, Equatable {
         case string([UInt8])
         case integer(Int64)
+        /// A nested object: its text as it stands in the document, braces included (a JWK,
+        /// which `JWK.parseKey(bytes:)` reads under its own rules).
+        case object([UInt8])
         case other
     }
 
@@ -20,11 +23,12 @@ public struct JSONObject: Sendable {
             throw SignCoreError(.invalidInput, "the JSON document is larger than its limit")
         }
         let document = try withBytes(of: bytes) { (raw) throws(SignCoreError) in try JSONDocument(copying: raw) }
-        guard case .object(let members) = document.root else { throw SignCoreError(.invalidInput, "the JSON document is not an object") }
+        guard case .object(let members, _) = document.root else { throw SignCoreError(.invalidInput, "the JSON document is not an object") }
         self.members = members.map { member in
             switch member.value {
             case .string: (member.name, Value.string(document.text(member.value) ?? []))
             case .number(let range): (member.name, Self.integer(UnsafeRawBufferPointer(rebasing: document.bytes[range])))
+            case .object(_, let range): (member.name, Value.object(Array(document.bytes[range])))
             default: (member.name, Value.other)
             }
         }
