@@ -30,6 +30,25 @@ public protocol RequestVerifier: Sendable {
     /// first and then nothing is written). The default records at once.
     nonisolated(nonsending) func verifyDeferringRecord(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin)
         async throws(SignCoreError) -> (identity: VerifiedIdentity, record: DeferredRecord)
+
+    /// `verify` for a request that brings its own key (a device registration, docs/ATTEST.md
+    /// §9.4), which it may be verified under. The default refuses: a format that cannot take an
+    /// offered key cannot register one.
+    nonisolated(nonsending) func verify(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin, offeredKey: SigningKey)
+        async throws(SignCoreError) -> VerifiedIdentity
+
+    /// Whether the key that proved `identity` came from the registry of device keys, not the
+    /// verifier's own key set: its requests carry a counter (docs/ATTEST.md §9.5). Default: no.
+    func isDeviceKey(_ identity: VerifiedIdentity) -> Bool
+}
+
+extension RequestVerifier {
+    nonisolated(nonsending) public func verify(_ request: HTTPRequest, bodyDigest: Digest.Value, origin: ServerOrigin, offeredKey: SigningKey)
+        async throws(SignCoreError) -> VerifiedIdentity {
+        throw SignCoreError(.invalidConfiguration, "this proof format cannot verify a request under a key it brings")
+    }
+
+    public func isDeviceKey(_ identity: VerifiedIdentity) -> Bool { false }
 }
 
 /// A replay record left for later (`RequestVerifier.verifyDeferringRecord`).
@@ -103,6 +122,17 @@ public struct WTokenRequestVerifier: RequestVerifier {
     nonisolated(nonsending) public func verify(_ request: HTTPRequest, bodyDigest: SHA256Digest, origin: ServerOrigin)
         async throws(SignCoreError) -> VerifiedIdentity {
         try await verifier.verify(ReceivedRequest(request, body: .whash(bodyDigest), origin: origin, names: names)).identity
+    }
+
+    nonisolated(nonsending) public func verify(_ request: HTTPRequest, bodyDigest: SHA256Digest, origin: ServerOrigin, offeredKey: SigningKey)
+        async throws(SignCoreError) -> VerifiedIdentity {
+        try await verifier.verify(ReceivedRequest(request, body: .whash(bodyDigest), origin: origin, names: names), offeredKey: offeredKey).identity
+    }
+
+    /// A key the verifier's key set does not hold came from its key cache's source: with a
+    /// device registry, a registered device key.
+    public func isDeviceKey(_ identity: VerifiedIdentity) -> Bool {
+        verifier.keyCache != nil && verifier.keys.key(id: identity.keyID) == nil
     }
 
     nonisolated(nonsending) public func verifyDeferringRecord(_ request: HTTPRequest, bodyDigest: SHA256Digest, origin: ServerOrigin)

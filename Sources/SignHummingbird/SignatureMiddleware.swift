@@ -50,6 +50,11 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
+        // The device endpoint answers for itself, whatever the policy says of its path: a key
+        // registers there before any signature of it can verify (docs/ATTEST.md §9.2).
+        if let gate = attestation, let route = gate.deviceRoute(of: request.head) {
+            return await answerDevice(request, gate: gate, route: route, context: context)
+        }
         let decision = context.signCore.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
         // The attest endpoint always verifies its requests, whatever the policy says of its path.
         let isEndpoint = attestation?.isEndpoint(request.head) ?? false
@@ -79,6 +84,19 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             } else {
                 // The nonce is recorded once the attestation passes: a 428 writes nothing.
                 (verified, record) = try await verifier.verifyDeferringRecord(request.head, bodyDigest: bodyDigest, origin: origin)
+            }
+            // A registered device key's counter (docs/ATTEST.md §9.5), with its nonce when that is deferred.
+            if let gate = attestation, gate.attestor.devices != nil, verifier.isDeviceKey(verified) {
+                let head = request.head
+                if attested.mode == .off {
+                    try await gate.observeCounter(head, identity: verified)
+                } else {
+                    let nonce = record
+                    record = DeferredRecord { () async throws(SignCoreError) in
+                        try await gate.observeCounter(head, identity: verified)
+                        try await nonce()
+                    }
+                }
             }
             audit.accepted(verified, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
             context.signCore.identity = verified

@@ -57,7 +57,7 @@ public struct DeviceRegistration: Sendable {
             publicKey = nil
         }
         if format.isPlatformAttested {
-            guard case .string(let tokenText)? = object["token"], let token = decodeBase64(tokenText) else {
+            guard case .string(let tokenText)? = object["token"], let token = Self.decodeBase64(tokenText) else {
                 throw Self.malformed("the registration's token is base64")
             }
             self.token = token
@@ -69,20 +69,22 @@ public struct DeviceRegistration: Sendable {
     static func malformed(_ detail: String) -> SignCoreError { SignCoreError(.registrationMalformed, detail) }
 }
 
-/// Base64 in either alphabet (RFC 4648 §4 or §5), padded or not, as platform SDKs write their
-/// tokens (`base64EncodedString()`): nil for anything else.
-func decodeBase64(_ text: [UInt8]) -> [UInt8]? {
-    var body = text[...]
-    if body.count % 4 == 0, body.last == UInt8(ascii: "=") {
-        body = body.dropLast()
-        if body.last == UInt8(ascii: "=") { body = body.dropLast() }
-    }
-    let translated = body.map { byte -> UInt8 in
-        switch byte {
-        case UInt8(ascii: "+"): UInt8(ascii: "-")
-        case UInt8(ascii: "/"): UInt8(ascii: "_")
-        default: byte
+extension DeviceRegistration {
+    /// Base64 in either alphabet (RFC 4648 §4 or §5), padded or not, as platform SDKs write their
+    /// tokens (`base64EncodedString()`): nil for anything else.
+    public static func decodeBase64(_ text: [UInt8]) -> [UInt8]? {
+        var body = text[...]
+        if body.count % 4 == 0, body.last == UInt8(ascii: "=") {
+            body = body.dropLast()
+            if body.last == UInt8(ascii: "=") { body = body.dropLast() }
         }
+        let translated = body.map { byte -> UInt8 in
+            switch byte {
+            case UInt8(ascii: "+"): UInt8(ascii: "-")
+            case UInt8(ascii: "/"): UInt8(ascii: "_")
+            default: byte
+            }
+        }
+        return Base64URL.decode(String(decoding: translated, as: UTF8.self))
     }
-    return Base64URL.decode(String(decoding: translated, as: UTF8.self))
 }

@@ -80,6 +80,19 @@ public struct Verifier: Sendable {
         return verified
     }
 
+    /// `verify` for a request that brings its own key (a device registration, docs/ATTEST.md
+    /// §9.4): the key set is asked first, then `offeredKey` when its id is the token's key id.
+    /// The caller checks that the key that verified is the one it meant (its thumbprint).
+    nonisolated(nonsending) public func verify(_ request: ReceivedRequest, offeredKey: SigningKey) async throws(SignCoreError) -> VerifiedRequest {
+        let now = clock()
+        var missing: String?
+        let verified = try checkRecording(request, now: now, fetched: offeredKey, missingKey: &missing)
+        if inMemoryShards == nil {
+            try await replayGuard.record(keyID: verified.keyID, nonce: verified.nonce, expires: verified.expires, now: now)
+        }
+        return verified
+    }
+
     /// Every check of `verify` but the replay record, which the caller makes with `record` once
     /// the request is to go on: a request that a later stage refuses (a 428 asking for
     /// attestation) then writes nothing to the replay store. Keys are fetched as `verify`

@@ -8,11 +8,16 @@ import SignCore
 public struct AttestationFieldNames: Sendable, Equatable {
     public var challenge: HTTPField.Name
     public var token: HTTPField.Name
+    /// A registered device's counter (docs/ATTEST.md §9.5), covered by the request's signature.
+    public var counter: HTTPField.Name
 
-    public init(challenge: HTTPField.Name, token: HTTPField.Name) {
+    public init(challenge: HTTPField.Name, token: HTTPField.Name, counter: HTTPField.Name = AttestationFieldNames.counterField) {
         self.challenge = challenge
         self.token = token
+        self.counter = counter
     }
+
+    public static let counterField = HTTPField.Name("signcore-counter")!
 
     public static let standard = AttestationFieldNames(challenge: HTTPField.Name("attest-challenge")!, token: HTTPField.Name("attest-token")!)
 }
@@ -27,10 +32,14 @@ public struct AttestationGate: Sendable {
     public let names: AttestationFieldNames
     /// The attest endpoint's path (docs/ATTEST.md §4.1).
     public let endpoint: String
+    /// The device endpoint's path (docs/ATTEST.md §9.2): registrations, and their challenges
+    /// under `/challenge`. Answered only when the attestor has devices.
+    public let deviceEndpoint: String
     /// Milliseconds since the epoch.
     public let clock: @Sendable () -> UInt64
 
     public static let defaultEndpoint = "/.well-known/signcore/attest"
+    public static let defaultDeviceEndpoint = "/.well-known/signcore/devices"
     /// What the client is asked to do, as the edge products mark their answers (`cf-mitigated`,
     /// `x-amzn-waf-action`): `challenge` on a 428 that carries one (docs/ATTEST.md §6).
     public static let actionField = HTTPField.Name("signcore-action")!
@@ -39,16 +48,26 @@ public struct AttestationGate: Sendable {
     /// challenge, an endpoint that is not an absolute path
     /// without a query, and a challenge field named like the token's or a refusal's own.
     public init(attestor: Attestor, challenges: [ChallengePolicy], names: AttestationFieldNames = .standard,
-                endpoint: String = AttestationGate.defaultEndpoint,
+                endpoint: String = AttestationGate.defaultEndpoint, deviceEndpoint: String = AttestationGate.defaultDeviceEndpoint,
                 clock: @escaping @Sendable () -> UInt64 = { UInt64(max(0, SystemClock.milliseconds())) }) throws(SignCoreError) {
         guard !challenges.isEmpty else { throw SignCoreError(.invalidConfiguration, "attestation needs at least one challenge policy") }
         // A gate issues both: challenges, and tokens for them.
         _ = try attestor.keys.issuingChallengeKey()
         _ = try attestor.keys.issuingTokenKey()
-        guard endpoint.hasPrefix("/"), !endpoint.contains("?"), !endpoint.contains("#") else {
-            throw SignCoreError(.invalidConfiguration, "the attest endpoint is an absolute path")
+        for path in [endpoint, deviceEndpoint] {
+            guard path.hasPrefix("/"), path.count > 1, !path.hasSuffix("/"), !path.contains("?"), !path.contains("#") else {
+                throw SignCoreError(.invalidConfiguration, "the attest and device endpoints are absolute paths")
+            }
         }
-        guard names.challenge != names.token, names.challenge != Self.actionField,
+        guard endpoint != deviceEndpoint, !endpoint.hasPrefix(deviceEndpoint + "/") else {
+            throw SignCoreError(.invalidConfiguration, "the attest endpoint is not the device endpoint's")
+        }
+        // Device challenges are answered by registered keys: a gate that issues them has a registry.
+        guard attestor.devices != nil || challenges.allSatisfy({ $0.kind == .proofOfWork }) else {
+            throw SignCoreError(.invalidConfiguration, "a device challenge policy needs the attestor's devices")
+        }
+        guard names.challenge != names.token, names.counter != names.token, names.counter != names.challenge,
+              names.challenge != Self.actionField,
               !Refusal.ownFields.union(Refusal.framingFields).contains(names.challenge) else {
             throw SignCoreError(.invalidConfiguration, "the attest-challenge field takes a name of its own")
         }
@@ -56,6 +75,7 @@ public struct AttestationGate: Sendable {
         self.challenges = challenges
         self.names = names
         self.endpoint = endpoint
+        self.deviceEndpoint = deviceEndpoint
         self.clock = clock
     }
 

@@ -53,6 +53,32 @@ extension SignatureMiddleware {
         }
     }
 
+    /// Answers the device endpoint (docs/ATTEST.md §9.2): a registration challenge, or a
+    /// registration (16 KiB at most), verified under the key it registers when its format signs.
+    func answerDevice(_ request: Request, gate: AttestationGate, route: AttestationGate.DeviceRoute, context: Context) async -> Response {
+        let head: HTTPResponse, bytes: [UInt8]
+        do {
+            let origin = try self.origin.attestationOrigin(of: request.head)
+            switch route {
+            case .challenge:
+                (head, bytes) = gate.registrationChallenge(for: request.head, origin: origin)
+            case .registration:
+                let body = try await request.body.collectStoppingPastLimit(Int64(DeviceRegistration.maxBytes))
+                let digest = body.withUnsafeReadableBytes { Verification.Digest.digest(of: $0) }
+                let verifier = self.verifier, signedFor = self.origin
+                (head, bytes) = await gate.register(request.head, body: Array(buffer: body), origin: origin) { key async throws(SignCoreError) in
+                    try await verifier.verify(request.head, bodyDigest: digest, origin: signedFor, offeredKey: key)
+                }
+                context.logger.info(head.status.code < 300 ? "device registered" : "device registration refused", metadata: [
+                    "signcore.status": "\(head.status.code)", "signcore.code": "\(head.headerFields[Refusal.errorField] ?? "-")",
+                ])
+            }
+        } catch {
+            return Self.response(for: error)
+        }
+        return Response(status: head.status, headers: head.headerFields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
     static func log(_ message: Logger.Message, _ error: SignCoreError, mode: String, route: String, logger: Logger) {
         logger.info(message, metadata: [
             "signcore.attestation": "\(mode)", "signcore.code": "\(error.code.rawValue)", "signcore.name": "\(error.code.name)",

@@ -1,0 +1,143 @@
+import HTTPTypes
+import SignAttest
+import SignCore
+
+/// The device endpoint (docs/ATTEST.md §9.2), transport-neutral: registration challenges, and
+/// registrations; and the counter every request of a registered key carries (§9.5).
+extension AttestationGate {
+    /// What a request to the device endpoint asks.
+    public enum DeviceRoute: Sendable, Equatable {
+        /// `GET {endpoint}/challenge[?keyId=…]`: a registration challenge.
+        case challenge
+        /// `POST {endpoint}`: a registration.
+        case registration
+    }
+
+    /// The device endpoint's route `request` is for (its path, whatever the query); nil for
+    /// any other path, and when the attestor has no devices.
+    public func deviceRoute(of request: HTTPRequest) -> DeviceRoute? {
+        guard attestor.devices != nil, let path = request.path else { return nil }
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+        if bare == deviceEndpoint { return .registration }
+        if bare == deviceEndpoint + "/challenge" { return .challenge }
+        return nil
+    }
+
+    /// Answers `GET {endpoint}/challenge` (§9.3): `200 {"challenge":"…","ttl":<s>}`, bound to the
+    /// key id of the query's `keyId` (base64 or base64url of 32 bytes) when it has one. Needs no
+    /// signature: a key that is not registered yet asks here, and so do seed 003's apps.
+    public func registrationChallenge(for request: HTTPRequest, origin: String) -> (HTTPResponse, [UInt8]) {
+        let now = clock()
+        do throws(SignCoreError) {
+            guard request.method == .get else { throw SignCoreError(.unsupportedMethod, "a registration challenge is asked for with GET") }
+            var bound: [UInt8]?
+            if let text = Self.query(of: request, "keyId") {
+                guard let keyID = Self.keyIDBytes(text) else {
+                    throw SignCoreError(.registrationMalformed, "keyId is the base64 or base64url of a 32-byte key id")
+                }
+                bound = keyID
+            }
+            let challenge = try attestor.registrationChallenge(boundTo: bound, origin: origin, now: now)
+            return Self.json(.ok, "{\"challenge\":\"\(challenge.text)\",\"ttl\":\(challenge.ttl)}")
+        } catch {
+            return (refusal(error, now: now).response, refusal(error, now: now).body)
+        }
+    }
+
+    /// Answers `POST {endpoint}` (§9.4) with a registration body received at `origin`. A format
+    /// whose key signs requests (`signcore`) must come signed by that key: `verify` checks the
+    /// request under it (SPEC §5, its nonce recorded). `201` with the record for a new key, `200`
+    /// for a key registered already; else the refusal.
+    public func register(_ request: HTTPRequest, body: [UInt8], origin: String,
+                         verify: (SigningKey) async throws(SignCoreError) -> VerifiedIdentity) async -> (HTTPResponse, [UInt8]) {
+        let now = clock()
+        do throws(SignCoreError) {
+            guard request.method == .post else { throw SignCoreError(.unsupportedMethod, "a registration is sent with POST") }
+            let registration = try DeviceRegistration(body: body)
+            var signedBy: [UInt8]?
+            if let key = registration.publicKey {
+                do { signedBy = try await verify(key).keyThumbprint?.bytes } catch where error.code == .unknownKey {
+                    // Its id is not the registered key's, nor any other key's this server knows.
+                    throw SignCoreError(.deviceKeyMismatch, "the registration is not signed by the key it registers")
+                }
+            }
+            let record = try await attestor.register(registration, signedBy: signedBy, origin: origin, now: now)
+            let text = "{\"keyId\":\(Self.quoted(record.keyID)),\"format\":\(Self.quoted(record.format.rawValue)),"
+                + "\"appId\":\(Self.quoted(record.appID)),\"status\":\(Self.quoted(record.status.name))}"
+            return Self.json(record.registeredAt == now ? .created : .ok, text)
+        } catch {
+            let refusal = refusal(error, now: now)
+            return (refusal.response, refusal.body)
+        }
+    }
+
+    /// Checks and records the counter of a request signed by a registered device key (§9.5):
+    /// the `signcore-counter` field, covered by the signature, or none (0). Throws the counter's
+    /// refusal, `deviceRevoked` for a key revoked since a cache read it, `headerNotCovered` and
+    /// `invalidHeader` for a field the signature does not cover or that is not a counter.
+    public func observeCounter(_ request: HTTPRequest, identity: VerifiedIdentity) async throws(SignCoreError) {
+        guard let devices = attestor.devices else { return }
+        let values = request.headerFields[values: names.counter]
+        var counter: UInt64 = 0
+        if !values.isEmpty {
+            guard values.count == 1 else { throw SignCoreError(.invalidHeader, "the device counter field is sent more than once") }
+            guard identity.coveredHeaders.contains(names.counter.canonicalName) else {
+                throw SignCoreError(.headerNotCovered, "the signature does not cover the device counter")
+            }
+            guard let value = Self.counter(values[0]) else {
+                throw SignCoreError(.invalidHeader, "the device counter is a decimal integer from 0 to 2^63 - 1 without leading zeros")
+            }
+            counter = value
+        }
+        try await devices.registry.observe(keyID: identity.keyID, counter: counter, now: clock())
+    }
+
+    /// A counter field's value (§9.5): `0`, or 1-19 decimal digits without a leading zero, at
+    /// most 2^63 − 1.
+    static func counter(_ text: String) -> UInt64? {
+        let digits = Array(text.utf8)
+        guard (1...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }), digits.count == 1 || digits[0] != 0x30 else {
+            return nil
+        }
+        let value = digits.reduce(UInt64(0)) { $0 * 10 + UInt64($1 - 0x30) }
+        return value <= CounterWindow.maximum ? value : nil
+    }
+
+    /// A 32-byte key id in a query: base64 or base64url, padded or not, `+`, `/` and `=` possibly
+    /// percent-encoded.
+    static func keyIDBytes(_ text: Substring) -> [UInt8]? {
+        guard text.utf8.count <= 64 else { return nil }
+        let unescaped = text.replacingOccurrences(of: "%2B", with: "+").replacingOccurrences(of: "%2b", with: "+")
+            .replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%2f", with: "/")
+            .replacingOccurrences(of: "%3D", with: "=").replacingOccurrences(of: "%3d", with: "=")
+        guard let bytes = DeviceRegistration.decodeBase64(Array(unescaped.utf8)), bytes.count == 32 else { return nil }
+        return bytes
+    }
+
+    /// The value of `name=` in the request's query; nil when absent.
+    static func query(of request: HTTPRequest, _ name: String) -> Substring? {
+        guard let path = request.path, let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        return query.split(separator: "&").first { $0.hasPrefix(name + "=") }?.dropFirst(name.count + 1)
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> (HTTPResponse, [UInt8]) {
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json"
+        fields[.cacheControl] = "no-store"
+        return (HTTPResponse(status: status, headerFields: fields), Array(text.utf8))
+    }
+
+    /// A JSON string literal of public text.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
