@@ -33,7 +33,9 @@ FUNCTIONS = {
     "key_thumbprint", "origin_of", "origin_digest", "issuing_key", "named_key", "signature_verifies", "challenge_body",
     "issue_challenge", "challenge_id", "attest_field", "parse_challenge", "pow_prefix", "sub_solution", "meets_difficulty", "solve",
     "answer_meets", "parse_attest_request", "answer_bytes", "redeem", "attest_response", "token_body", "issue_token",
-    "parse_attest_token", "check_attest_token",
+    "parse_attest_token", "check_attest_token", "kind_admits", "issue_bound_challenge",
+    # docs/ATTEST.md §9
+    "decode_base64", "parse_registration", "register", "observe_counter", "counter_field",
 }
 # Module constants that are limits or tables of the specification.
 CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_CREATED_DIGITS", "NAME_BYTES",
@@ -41,7 +43,10 @@ CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_
              # docs/ATTEST.md
              "CHALLENGE_KEY_ALGS", "TOKEN_KEY_ALGS", "ATTEST_SKEW", "MAX_LEVELS", "MAX_DIFFICULTY", "MAX_COUNT", "MAX_CHALLENGE_TTL",
              "MAX_TOKEN_TTL", "MAX_KID", "MAX_FIELD_TEXT", "MIN_CHALLENGE", "MIN_TOKEN", "MAX_ATTEST_BODY", "KID_BYTES",
-             "CHALLENGE_HEAD", "TOKEN_HEAD", "CHALLENGE_CONTEXT", "TOKEN_CONTEXT", "ATTEST_TOKEN_FIELD"}
+             "CHALLENGE_HEAD", "TOKEN_HEAD", "CHALLENGE_CONTEXT", "TOKEN_CONTEXT", "ATTEST_TOKEN_FIELD",
+             # docs/ATTEST.md §9
+             "DEVICE_FORMATS", "SIGNING_FORMATS", "PLATFORM_FORMATS", "MAX_REGISTRATION_BODY", "MAX_REGISTRATION_TEXT", "COUNTER_WINDOW",
+             "MAX_COUNTER", "UNBOUND"}
 CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarge", "unknownKey", "algorithmMismatch",
          "badSignature", "invalidKey", "expired", "notYetValid", "lifetimeTooLong", "replayed", "overloaded", "unavailable",
          "whashMismatch", "targetMismatch", "headerNotCovered", "unsupportedMethod", "invalidURL", "invalidInput",
@@ -49,13 +54,18 @@ CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarg
          # docs/ATTEST.md §6 (80-93; 94, challengeAbandoned, is a client's own and never the result of a check)
          "attestationRequired", "attestationMalformed", "challengeForged", "challengeExpired", "challengeTooEarly",
          "challengeScopeMismatch", "challengeKeyMismatch", "wrongAnswer", "challengeRedeemed", "attestationExpired",
-         "attestationInvalid", "attestationScopeMismatch", "attestationKeyMismatch", "attestationInsufficient"]
+         "attestationInvalid", "attestationScopeMismatch", "attestationKeyMismatch", "attestationInsufficient",
+         # docs/ATTEST.md §9.9
+         "deviceUnknown", "deviceRevoked", "registrationMalformed", "registrationExpired", "deviceKeyMismatch", "appMismatch",
+         "formatNotAccepted", "counterRepeated", "counterTooOld", "counterMissing"]
 # Functions whose call may raise a SpecError: a statement calling one is a check for the swaps.
 RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "headers_digest", "header_block", "Key",
            "load_document", "canonical_line", "normalise", "ipv6", "dec", "message_input",
            # docs/ATTEST.md
            "sign_message", "verify_message", "issuing_key", "attest_field", "parse_challenge", "parse_attest_request", "answer_bytes",
-           "issue_challenge", "issue_token", "parse_attest_token", "origin_digest", "origin_of"}
+           "issue_challenge", "issue_token", "parse_attest_token", "origin_digest", "origin_of",
+           # docs/ATTEST.md §9
+           "issue_bound_challenge", "parse_registration", "decode_base64", "counter_field"}
 
 FLIP = {ast.Lt: [ast.LtE, ast.GtE], ast.LtE: [ast.Lt, ast.Gt], ast.Gt: [ast.GtE, ast.LtE], ast.GtE: [ast.Gt, ast.Lt],
         ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq], ast.In: [ast.NotIn], ast.NotIn: [ast.In], ast.Is: [ast.IsNot],

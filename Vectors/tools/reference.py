@@ -1588,12 +1588,27 @@ def challenge_body(type_, d, k, levels, issued_at, ttl, min_elapsed, key: bytes,
 def issue_challenge(keys, type_, d, k, levels, issued_at, ttl, min_elapsed, client: Key, origin: str, random: bytes) -> bytes:
     """ATTEST §2.1-§2.2: body || tag, by the first `oct` key of the set (§1). A challenge that §2.4
     would refuse is not issued: its parameters are a deployment's (invalidConfiguration)."""
+    return issue_bound_challenge(keys, type_, d, k, levels, issued_at, ttl, min_elapsed, key_thumbprint(client), origin, random)
+
+
+def kind_admits(type_, d, k, levels) -> bool:
+    """ATTEST §2.4: type 1 (proof of work) has d 1-32, k 1-16 and levels; type 2 (registration)
+    d = k = 0 and no levels; type 3 (device) d = k = 0 and levels; no other type."""
+    if type_ == 1:
+        return 1 <= d <= MAX_DIFFICULTY and 1 <= k <= MAX_COUNT and 1 <= levels <= MAX_LEVELS
+    if type_ == 2:
+        return d == 0 and k == 0 and levels == 0
+    if type_ == 3:
+        return d == 0 and k == 0 and 1 <= levels <= MAX_LEVELS
+    return False
+
+
+def issue_bound_challenge(keys, type_, d, k, levels, issued_at, ttl, min_elapsed, key_field: bytes, origin: str, random: bytes) -> bytes:
+    """ATTEST §2.1-§2.2 with the key field given (a thumbprint, a key id, or 32 zero bytes, §9.3)."""
     key = issuing_key(keys, CHALLENGE_KEY_ALGS)
-    if (type_ != 1 or not 1 <= d <= MAX_DIFFICULTY or not 1 <= k <= MAX_COUNT or not 1 <= levels <= MAX_LEVELS
-            or not 1 <= ttl <= MAX_CHALLENGE_TTL or min_elapsed >= ttl * 1000):
+    if not kind_admits(type_, d, k, levels) or not 1 <= ttl <= MAX_CHALLENGE_TTL or not 0 <= min_elapsed < ttl * 1000:
         raise SpecError("invalidConfiguration")
-    body = challenge_body(type_, d, k, levels, issued_at, ttl, min_elapsed, key_thumbprint(client), origin_digest(origin), random,
-                          key.kid.encode())
+    body = challenge_body(type_, d, k, levels, issued_at, ttl, min_elapsed, key_field, origin_digest(origin), random, key.kid.encode())
     return body + sign_message(key, CHALLENGE_CONTEXT, body)[1]
 
 
@@ -1619,11 +1634,11 @@ def parse_challenge(text: str) -> dict:
         raise SpecError("attestationMalformed")
     version, type_, d, k, levels, issued_at, ttl, min_elapsed = CHALLENGE_HEAD.unpack(b[:22])
     m = b[102]
-    if (version != 1 or type_ != 1 or not 1 <= d <= MAX_DIFFICULTY or not 1 <= k <= MAX_COUNT or levels == 0
+    if (version != 1 or not kind_admits(type_, d, k, levels)
             or not 1 <= ttl <= MAX_CHALLENGE_TTL or min_elapsed >= ttl * 1000 or not 1 <= m <= MAX_KID
             or any(c not in KID_BYTES for c in b[103:103 + m]) or len(b) != 135 + m):
         raise SpecError("attestationMalformed")
-    return dict(d=d, count=k, levels=levels, issuedAt=issued_at, ttl=ttl, minElapsed=min_elapsed, key=b[22:54], origin=b[54:86],
+    return dict(type=type_, d=d, count=k, levels=levels, issuedAt=issued_at, ttl=ttl, minElapsed=min_elapsed, key=b[22:54], origin=b[54:86],
                 kid=b[103:103 + m].decode(), body=b[:103 + m], tag=b[103 + m:], bytes=b)
 
 
@@ -1662,20 +1677,23 @@ def answer_meets(challenge: bytes, d, k, answer: bytes) -> bool:
 
 def parse_attest_request(body: bytes):
     """ATTEST §4.2: at most 4096 bytes (bodyTooLarge), then JSON under SPEC §6.1's document rules,
-    an object whose `challenge` and `answer` are strings (others ignored): else attestationMalformed."""
+    an object whose `challenge` is a string (others ignored; `answer`, read for type 1 by
+    answer_bytes): else attestationMalformed."""
     if len(body) > MAX_ATTEST_BODY:
         raise SpecError("bodyTooLarge")
     try:
         doc = load_document(body.decode("utf-8"))
     except (UnicodeDecodeError, SpecError):
         raise SpecError("attestationMalformed")
-    if not isinstance(doc.get("challenge"), str) or not isinstance(doc.get("answer"), str):
+    if not isinstance(doc, dict) or not isinstance(doc.get("challenge"), str):
         raise SpecError("attestationMalformed")
-    return doc["challenge"], doc["answer"]
+    return doc["challenge"], doc.get("answer")
 
 
 def answer_bytes(text: str, k) -> bytes:
-    """ATTEST §4.2, §4.3 step 1: base64url of exactly 8k bytes, else attestationMalformed."""
+    """ATTEST §4.2, §4.3 step 1: a string, base64url of exactly 8k bytes, else attestationMalformed."""
+    if not isinstance(text, str):
+        raise SpecError("attestationMalformed")
     try:
         answer = unb64u(text)
     except ValueError:
@@ -1685,15 +1703,18 @@ def answer_bytes(text: str, k) -> bytes:
     return answer
 
 
-def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed) -> dict:
+def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, devices=None, platform_levels=0) -> dict:
     """ATTEST §4.3, in order, the first failure being the result. `client`: the key that signed the
     request (verified first); `redeemed`: the challenge ids (hex) the store holds. The result is the
     challenge's id (recorded in the store) and the levels of the token to issue. A set that cannot
-    issue the token (§1) redeems nothing: invalidConfiguration, before the request is read."""
+    issue the token (§1) redeems nothing: invalidConfiguration, before the request is read.
+    `devices`: the registry's records by key id ({format, status}); `platform_levels`: §9.2."""
     issuing_key(keys, TOKEN_KEY_ALGS)
     challenge_text, answer_text = parse_attest_request(body)  # step 1
     c = parse_challenge(challenge_text)
-    answer = answer_bytes(answer_text, c["count"])
+    if c["type"] == 2:
+        raise SpecError("attestationMalformed")
+    answer = answer_bytes(answer_text, c["count"]) if c["type"] == 1 else None
     key = named_key(keys, c["kid"], CHALLENGE_KEY_ALGS)  # step 2
     if key is None or not signature_verifies(key, CHALLENGE_CONTEXT, c["body"], c["tag"]):
         raise SpecError("challengeForged")
@@ -1705,7 +1726,15 @@ def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed) -> 
         raise SpecError("challengeScopeMismatch")
     if c["key"] != key_thumbprint(client):  # step 6
         raise SpecError("challengeKeyMismatch")
-    if not answer_meets(c["bytes"], c["d"], c["count"], answer):  # step 7
+    if c["type"] == 3:  # step 7 of a device challenge (§9.6)
+        record = (devices or {}).get(b64u(key_thumbprint(client)))
+        if record is None or record["format"] not in SIGNING_FORMATS:
+            raise SpecError("deviceUnknown")
+        if record["status"] != "active":
+            raise SpecError("deviceRevoked")
+        if c["levels"] & platform_levels and record["format"] not in PLATFORM_FORMATS:
+            raise SpecError("formatNotAccepted")
+    elif not answer_meets(c["bytes"], c["d"], c["count"], answer):  # step 7
         raise SpecError("wrongAnswer")
     if challenge_id(c["bytes"]).hex() in redeemed:  # step 8: insert if absent
         raise SpecError("challengeRedeemed")
@@ -2347,6 +2376,412 @@ def generate_attest():
                  "numberOfTests": number, "keys": ATTEST_KEYS}, **sections)
 
 
+
+# ---------------------------------------------------------------- docs/ATTEST.md §9: device keys
+DEVICE_FORMATS = ("signcore", "apple-app-attest", "android-play-integrity")  # ATTEST §9.1
+SIGNING_FORMATS = ("signcore", "android-play-integrity")  # ATTEST §9.6: formats whose keys sign requests
+PLATFORM_FORMATS = ("apple-app-attest", "android-play-integrity")  # ATTEST §9.4: platform formats
+MAX_REGISTRATION_BODY = 16384  # ATTEST §9.4
+MAX_REGISTRATION_TEXT = 256  # ATTEST §9.4: each string member but token
+COUNTER_WINDOW = 128  # ATTEST §9.5: W
+MAX_COUNTER = (1 << 63) - 1  # ATTEST §9.5
+UNBOUND = bytes(32)  # ATTEST §9.3
+
+
+def decode_base64(text: str) -> bytes:
+    """ATTEST §9.3, §9.4: base64 in either alphabet (RFC 4648 §4 or §5), padded or not; else ValueError."""
+    body = text
+    if len(body) % 4 == 0 and body.endswith("="):
+        body = body[:-2] if body.endswith("==") else body[:-1]
+    return unb64u(body.replace("+", "-").replace("/", "_"))
+
+
+def parse_registration(body: bytes) -> dict:
+    """ATTEST §9.4 step 1: at most 16384 bytes (bodyTooLarge); JSON under SPEC §6.1's document
+    rules, an object; string members of 1-256 bytes format (a format of §9.1, else
+    formatNotAccepted), platform (optional), keyId, challenge (type 2), appId (required for
+    signcore); jwk (signing formats: a public Ed25519 or P-256 JWK); token (platform formats:
+    base64). Anything else is registrationMalformed."""
+    if len(body) > MAX_REGISTRATION_BODY:
+        raise SpecError("bodyTooLarge")
+    try:
+        doc = load_document(body.decode("utf-8"))
+    except (UnicodeDecodeError, SpecError):
+        raise SpecError("registrationMalformed")
+    if not isinstance(doc, dict):
+        raise SpecError("registrationMalformed")
+
+    def text(name, required=True):
+        value = doc.get(name)
+        if value is None:
+            if required:
+                raise SpecError("registrationMalformed")
+            return None
+        if not isinstance(value, str) or not 1 <= len(value.encode("utf-8", "surrogatepass")) <= MAX_REGISTRATION_TEXT:
+            raise SpecError("registrationMalformed")
+        return value
+
+    fmt = text("format")
+    if fmt not in DEVICE_FORMATS:
+        raise SpecError("formatNotAccepted")
+    text("platform", required=False)
+    key_id = text("keyId")
+    try:
+        challenge = parse_challenge(doc["challenge"]) if isinstance(doc.get("challenge"), str) else None
+    except SpecError:
+        challenge = None
+    if challenge is None or challenge["type"] != 2:
+        raise SpecError("registrationMalformed")
+    app_id = text("appId", required=fmt == "signcore")
+    key = None
+    if fmt in SIGNING_FORMATS:
+        try:
+            key = Key(doc.get("jwk"))
+        except SpecError:
+            raise SpecError("registrationMalformed")
+        if key.alg == "HS256" or key.private is not None:
+            raise SpecError("registrationMalformed")
+    token = None
+    if fmt in PLATFORM_FORMATS:
+        try:
+            token = decode_base64(doc["token"]) if isinstance(doc.get("token"), str) else None
+        except ValueError:
+            token = None
+        if token is None:
+            raise SpecError("registrationMalformed")
+    return dict(format=fmt, keyId=key_id, challenge=challenge, appId=app_id, key=key, token=token)
+
+
+def register(body: bytes, signed_by, origin: str, keys, now, skew, formats, app_ids, redeemed, revoked) -> dict:
+    """ATTEST §9.4, in order, the first failure being the result. `signed_by`: the key the request
+    verified under (None when unsigned); `redeemed`: challenge ids (hex) the store holds; `revoked`:
+    key ids the registry holds revoked. The result: the record's key id, format and app id, its
+    public key's members, and the challenge id recorded."""
+    r = parse_registration(body)  # step 1
+    if r["format"] not in formats:  # step 2
+        raise SpecError("formatNotAccepted")
+    c = r["challenge"]
+    key = named_key(keys, c["kid"], CHALLENGE_KEY_ALGS)  # step 3
+    if key is None or not signature_verifies(key, CHALLENGE_CONTEXT, c["body"], c["tag"]):
+        raise SpecError("challengeForged")
+    if not now < c["issuedAt"] + c["ttl"] * 1000 + skew:  # step 4
+        raise SpecError("registrationExpired")
+    if c["origin"] != origin_digest(origin):  # step 5
+        raise SpecError("challengeScopeMismatch")
+    if r["format"] != "signcore":  # a platform format's token is verified by §9.7-§9.8, not by this version
+        raise SpecError("formatNotAccepted")
+    thumbprint = key_thumbprint(r["key"])
+    if r["keyId"] != b64u(thumbprint) or r["key"].kid != r["keyId"]:  # step 6
+        raise SpecError("deviceKeyMismatch")
+    if signed_by is None or key_thumbprint(signed_by) != thumbprint:  # step 7
+        raise SpecError("deviceKeyMismatch")
+    if c["key"] != UNBOUND and c["key"] != thumbprint:  # step 8
+        raise SpecError("challengeKeyMismatch")
+    if r["appId"] not in app_ids:  # step 9
+        raise SpecError("appMismatch")
+    if r["keyId"] in revoked:  # step 10
+        raise SpecError("deviceRevoked")
+    if challenge_id(c["bytes"]).hex() in redeemed:  # step 11
+        raise SpecError("challengeRedeemed")
+    public = {n: r["key"].jwk[n] for n in ("crv", "kty", "x", "y") if n in r["key"].jwk}
+    return dict(keyId=r["keyId"], id=challenge_id(c["bytes"]).hex(), format=r["format"], appId=r["appId"], publicKey=public)
+
+
+def observe_counter(highest, window, n):
+    """ATTEST §9.5: (verdict, highest, window) after counter n; window a 128-bit integer, bit i
+    for counter highest - i."""
+    if n == 0:
+        return ("accepted" if highest == 0 else "counterMissing"), highest, window
+    if n > highest:
+        return "accepted", n, ((window << (n - highest)) | 1) & ((1 << COUNTER_WINDOW) - 1)
+    behind = highest - n
+    if behind >= COUNTER_WINDOW:
+        return "counterTooOld", highest, window
+    if window >> behind & 1:
+        return "counterRepeated", highest, window
+    return "accepted", highest, window | 1 << behind
+
+
+def counter_field(value: str) -> int:
+    """ATTEST §9.5: 0, or 1-19 decimal digits without a leading zero, at most 2^63 - 1; else invalidHeader."""
+    if (not 1 <= len(value) <= 19 or any(c not in "0123456789" for c in value) or (len(value) > 1 and value[0] == "0")
+            or int(value) > MAX_COUNTER):
+        raise SpecError("invalidHeader")
+    return int(value)
+
+
+def device_challenge_case(keys: dict, tc: dict) -> dict:
+    def run():
+        ch = issue_bound_challenge([keys[tc["serverKey"]]], tc["type"], 0, 0, tc["levels"], tc["issuedAt"], tc["ttl"], 0,
+                                   bytes.fromhex(tc["bound"]) if "bound" in tc else UNBOUND, tc["origin"], bytes.fromhex(tc["random"]))
+        return dict(body=ch[:-32].hex(), challenge=b64u(ch), id=challenge_id(ch).hex())
+    return attest_outcome(run)
+
+
+def device_register_case(keys: dict, tc: dict) -> dict:
+    body = bytes.fromhex(tc["bodyHex"]) if "bodyHex" in tc else tc["body"].encode()
+    signer = keys[tc["signedBy"]] if "signedBy" in tc else None
+    return attest_outcome(lambda: register(body, signer, tc["origin"], [keys[n] for n in tc["serverKeys"]], tc["now"],
+                                           tc.get("skew", ATTEST_SKEW), tc["formats"], tc["appIds"], set(tc.get("redeemed", [])),
+                                           set(tc.get("revoked", []))))
+
+
+def device_counter_case(keys: dict, tc: dict) -> dict:
+    highest, window, verdicts = tc["highest"], int(tc["window"], 16), []
+    for n in tc["counters"]:
+        verdict, highest, window = observe_counter(highest, window, n)
+        verdicts.append(verdict)
+    return {"result": "valid", "expected": dict(verdicts=verdicts, highest=highest, window="%032x" % window)}
+
+
+def device_field_case(keys: dict, tc: dict) -> dict:
+    return attest_outcome(lambda: dict(counter=counter_field(tc["value"])))
+
+
+def device_redeem_case(keys: dict, tc: dict) -> dict:
+    devices = {keys[n].thumbprint: record for n, record in tc.get("devices", {}).items()}
+    return attest_outcome(lambda: redeem(tc["body"].encode(), keys[tc["clientKey"]], tc["origin"], [keys[n] for n in tc["serverKeys"]],
+                                         tc["now"], tc.get("skew", ATTEST_SKEW), set(tc.get("redeemed", [])), devices,
+                                         tc.get("platformLevels", 0)))
+
+
+DEVICE_SECTIONS = {"challenge": device_challenge_case, "register": device_register_case, "counter": device_counter_case,
+                   "field": device_field_case, "redeem": device_redeem_case}
+
+
+DEVICE_KEYS = dict(ATTEST_KEYS, **{
+    "deviceEd25519": jwk_for("OKP", seed("device Ed25519"), private=False),
+    "deviceP256": jwk_for("EC", seed("device P-256"), private=False),
+    "deviceNamed": jwk_for("OKP", seed("device Ed25519"), kid="my-phone", private=False),
+    "deviceThumbprintKid": dict(jwk_for("OKP", seed("device Ed25519"), private=False),
+                                kid=Key(jwk_for("OKP", seed("device Ed25519"), private=False)).thumbprint),
+    "devicePrivate": jwk_for("OKP", seed("device Ed25519 private")),
+    "deviceOther": jwk_for("EC", seed("another device P-256"), private=False),
+})
+APP = "com.example.app"
+
+
+def generate_device():
+    keys = {n: Key(j) for n, j in DEVICE_KEYS.items()}
+    sections = {name: [] for name in DEVICE_SECTIONS}
+    randoms = iter(seed("device random %d" % i)[:16] for i in range(400))
+    SERVER = ("challengeKey", "tokenKey")
+    NOW = ISSUED + 10000
+
+    def add(section, comment, want, inputs):
+        case = dict({"tcId": 0, "comment": comment}, **inputs)
+        case.update(DEVICE_SECTIONS[section](keys, case))
+        got = case["error"] if case["result"] == "invalid" else "valid"
+        assert got == want, (section, comment, got, want)
+        sections[section].append(case)
+        return case
+
+    # ---- challenge cases (§9.3, §9.6): types 2 and 3, bound and unbound
+    def add_challenge(comment, want="valid", type_=2, levels=0, ttl=300, bound=None, server="challengeKey", origin=ORIGIN):
+        inputs = dict(serverKey=server, type=type_, levels=levels, issuedAt=ISSUED, ttl=ttl, origin=origin, random=next(randoms).hex())
+        if bound is not None:
+            inputs["bound"] = bound.hex()
+        return add("challenge", comment, want, inputs)
+
+    add_challenge("§9.3 a registration challenge, unbound (32 zero bytes)")
+    add_challenge("§9.3 a registration challenge bound to a SignCore key's thumbprint", bound=key_thumbprint(keys["deviceEd25519"]))
+    add_challenge("§9.3 a registration challenge bound to an App Attest key id", bound=seed("app attest key id"), ttl=3600)
+    add_challenge("§9.6 a device challenge for level 14", type_=3, levels=1 << 14, bound=key_thumbprint(keys["deviceP256"]), ttl=120)
+    add_challenge("§2.4 a registration challenge grants no level", "invalidConfiguration", levels=1)
+    add_challenge("§2.4 a device challenge grants levels", "invalidConfiguration", type_=3, levels=0)
+    add_challenge("§2.4 type 4 is reserved", "invalidConfiguration", type_=4, levels=1)
+    add_challenge("§2.4 a registration challenge's ttl is at most 3600 s", "invalidConfiguration", ttl=3601)
+    add_challenge("§1 a set without an oct key issues no challenge", "invalidConfiguration", server="tokenKey")
+
+    # ---- register cases (§9.4)
+    def challenge(bound=None, issued=ISSUED, ttl=300, origin=ORIGIN, server="challengeKey", type_=2, levels=0):
+        return b64u(issue_bound_challenge([keys[server]], type_, 0, 0, levels, issued, ttl, 0, UNBOUND if bound is None else bound,
+                                          origin, next(randoms)))
+
+    def jwk_text(name):
+        return json.dumps(DEVICE_KEYS[name], separators=(",", ":"))
+
+    def body(key="deviceEd25519", ch=None, key_id=None, app=APP, fmt="signcore", jwk=None, extra=""):
+        key_id = keys[key].thumbprint if key_id is None else key_id
+        ch = challenge() if ch is None else ch
+        jwk = jwk_text(key) if jwk is None else jwk
+        return '{"platform":"ios","format":"%s","keyId":"%s","jwk":%s,"challenge":"%s","appId":"%s"%s}' % (fmt, key_id, jwk, ch, app, extra)
+
+    def add_register(comment, want, text=None, body_hex=None, signed_by="deviceEd25519", now=NOW, skew=None, formats=("signcore",),
+                     apps=(APP, "com.example.other"), redeemed=None, revoked=None):
+        inputs = {"serverKeys": list(SERVER)}
+        if body_hex is not None:
+            inputs["bodyHex"] = body_hex
+        else:
+            inputs["body"] = text
+        if signed_by is not None:
+            inputs["signedBy"] = signed_by
+        inputs.update(origin=ORIGIN, now=now, formats=list(formats), appIds=list(apps))
+        if skew is not None:
+            inputs["skew"] = skew
+        if redeemed is not None:
+            inputs["redeemed"] = redeemed
+        if revoked is not None:
+            inputs["revoked"] = revoked
+        return add("register", comment, want, inputs)
+
+    ED, P = keys["deviceEd25519"], keys["deviceP256"]
+    add_register("§9.4 a signcore registration, unbound challenge, Ed25519", "valid", body())
+    add_register("§9.4 a signcore registration, challenge bound to the key, P-256; the second app id", "valid",
+                 body("deviceP256", challenge(key_thumbprint(P)), app="com.example.other"), signed_by="deviceP256")
+    add_register("§9.4 step 6: a JWK whose kid is its thumbprint", "valid", body("deviceThumbprintKid"))
+    add_register("§9.4 other members are ignored, platform too", "valid", body(extra=',"note":{"a":[1,2]},"token":"x"'))
+    add_register("§9.4 step 4: the last millisecond before issuedAt + ttl x 1000 + skew", "valid", body(), now=ISSUED + 300000 + 4999)
+    add_register("§9.4 step 4: skew 0, the last millisecond", "valid", body(), now=ISSUED + 299999, skew=0)
+    add_register("§9.4 step 4: issuedAt + ttl x 1000 + skew is expired", "registrationExpired", body(), now=ISSUED + 305000)
+    add_register("§9.4 step 4: skew 0, issuedAt + ttl x 1000 is expired", "registrationExpired", body(), now=ISSUED + 300000, skew=0)
+    # step 1
+    add_register("§9.4 step 1: over 16384 bytes", "bodyTooLarge", body(extra=',"pad":"%s"' % ("x" * 16384)))
+    add_register("§9.4 step 1: exactly 16384 bytes", "valid",
+                 (lambda b: b[:-1] + ',"pad":"%s"}' % ("x" * (16384 - len(b) - 9)))(body()))
+    add_register("§9.4 step 1: not JSON", "registrationMalformed", "{format:signcore}")
+    add_register("§9.4 step 1: not an object", "registrationMalformed", "[]")
+    add_register("§9.4 step 1: not UTF-8", "registrationMalformed", body_hex=("{\"format\":\"sign\xffcore\"}").encode("latin-1").hex())
+    add_register("§9.4 step 1: a duplicate member", "registrationMalformed", body()[:-1] + ',"format":"signcore"}')
+    add_register("§9.4 step 1: no format", "registrationMalformed", body().replace('"format":"signcore",', ''))
+    add_register("§9.4 step 1: format not a string", "registrationMalformed", body().replace('"format":"signcore"', '"format":1'))
+    add_register("§9.4 step 1: a format of no version", "formatNotAccepted", body(fmt="webauthn"))
+    add_register("§9.4 step 1: format is compared as bytes", "formatNotAccepted", body(fmt="SignCore"))
+    add_register("§9.4 step 1: platform not a string", "registrationMalformed", body().replace('"platform":"ios"', '"platform":7'))
+    add_register("§9.4 step 1: platform empty", "registrationMalformed", body().replace('"platform":"ios"', '"platform":""'))
+    add_register("§9.4 step 1: no keyId", "registrationMalformed", body().replace('"keyId":"%s",' % ED.thumbprint, ''))
+    add_register("§9.4 step 1: keyId of 257 bytes", "registrationMalformed", body(key_id="k" * 257))
+    add_register("§9.4 step 1: keyId of 256 bytes (then not the thumbprint)", "deviceKeyMismatch", body(key_id="k" * 256))
+    add_register("§9.4 step 1: no challenge", "registrationMalformed", body(ch="").replace('"challenge":"",', ''))
+    add_register("§9.4 step 1: a challenge that does not parse", "registrationMalformed", body(ch="AQI"))
+    add_register("§9.4 step 1: a proof-of-work challenge", "registrationMalformed",
+                 body(ch=b64u(issue_challenge([keys["challengeKey"]], 1, 4, 1, 1, ISSUED, 300, 0, ED, ORIGIN, next(randoms)))))
+    add_register("§9.4 step 1: a device challenge", "registrationMalformed", body(ch=challenge(key_thumbprint(ED), type_=3, levels=1)))
+    add_register("§9.4 step 1: no appId for signcore", "registrationMalformed", body().replace(',"appId":"%s"' % APP, ''))
+    add_register("§9.4 step 1: appId of 257 bytes", "registrationMalformed", body(app="a" * 257))
+    add_register("§9.4 step 1: no jwk", "registrationMalformed", body(jwk='null'))
+    add_register("§9.4 step 1: jwk a string", "registrationMalformed", body(jwk=json.dumps(jwk_text("deviceEd25519"))))
+    add_register("§9.4 step 1: jwk with a private member", "registrationMalformed", body("devicePrivate"), signed_by="devicePrivate")
+    add_register("§9.4 step 1: jwk an oct key", "registrationMalformed", body("clientHmac"), signed_by="clientHmac")
+    add_register("§9.4 step 1: jwk not a key (x of 31 bytes)", "registrationMalformed",
+                 body(jwk='{"kty":"OKP","crv":"Ed25519","x":"%s"}' % b64u(bytes(31))))
+    add_register("§9.4 step 1: a platform format without token", "registrationMalformed", body(fmt="apple-app-attest"),
+                 formats=DEVICE_FORMATS)
+    add_register("§9.4 step 1: a token that is not base64", "registrationMalformed",
+                 body(fmt="apple-app-attest", extra=',"token":"a*b"').replace(',"token":"x"', ''), formats=DEVICE_FORMATS)
+    add_register("§9.4 step 1: android-play-integrity brings a jwk too", "registrationMalformed",
+                 body(fmt="android-play-integrity", jwk='{"kty":"EC"}', extra=',"token":"AAEC+/8="'), formats=("signcore",))
+    add_register("§9.4 step 1: apple-app-attest's jwk is not read; its token is (either alphabet, padded)", "formatNotAccepted",
+                 body(fmt="apple-app-attest", jwk='{"kty":"EC"}', extra=',"token":"AAEC+/8="'), formats=("signcore",))
+    # steps 2-12
+    add_register("§9.4 step 2: a format the deployment does not accept", "formatNotAccepted",
+                 body(fmt="apple-app-attest", extra=',"token":"AAEC"'), formats=("signcore",))
+    add_register("§9.4 step 2 before step 3 (not accepted, forged)", "formatNotAccepted",
+                 body(ch=challenge(server="challengeKeyImpostor")), formats=("android-play-integrity",))
+    add_register("§9.4 a platform format's token is not verified by this version", "formatNotAccepted",
+                 body(fmt="apple-app-attest", extra=',"token":"AAEC"'), formats=DEVICE_FORMATS)
+    add_register("§9.4 step 3: a tag by another key of the same kid", "challengeForged", body(ch=challenge(server="challengeKeyImpostor")))
+    add_register("§9.4 step 3: a kid the set does not hold", "challengeForged", body(ch=challenge(server="challengeKey1")))
+    add_register("§9.4 step 3 before step 4 (forged, expired)", "challengeForged", body(ch=challenge(server="challengeKeyImpostor")),
+                 now=ISSUED + 900000)
+    add_register("§9.4 step 4 before step 5 (expired, another origin)", "registrationExpired",
+                 body(ch=challenge(origin="https://other.example")), now=ISSUED + 900000)
+    add_register("§9.4 step 5: a challenge issued at another origin", "challengeScopeMismatch", body(ch=challenge(origin="https://other.example")))
+    add_register("§9.4 step 5 before step 6 (another origin, keyId wrong)", "challengeScopeMismatch",
+                 body(ch=challenge(origin="http://api.example.com"), key_id=P.thumbprint))
+    add_register("§9.4 step 6: keyId another key's thumbprint", "deviceKeyMismatch", body(key_id=P.thumbprint))
+    add_register("§9.4 step 6: keyId the thumbprint in standard base64", "deviceKeyMismatch",
+                 body(key_id=base64.b64encode(key_thumbprint(ED)).decode()))
+    add_register("§9.4 step 6: a JWK kid that is not its thumbprint", "deviceKeyMismatch", body("deviceNamed", key_id=ED.thumbprint),
+                 signed_by="deviceNamed")
+    add_register("§9.4 step 7: signed by another key", "deviceKeyMismatch", body(), signed_by="deviceP256")
+    add_register("§9.4 step 7: not signed", "deviceKeyMismatch", body(), signed_by=None)
+    add_register("§9.4 step 6 before step 7", "deviceKeyMismatch", body(key_id=P.thumbprint), signed_by="deviceP256")
+    add_register("§9.4 step 8: a challenge bound to another key", "challengeKeyMismatch", body(ch=challenge(key_thumbprint(P))))
+    add_register("§9.4 step 7 before step 8", "deviceKeyMismatch", body(ch=challenge(key_thumbprint(P))), signed_by="deviceOther")
+    add_register("§9.4 step 8 before step 9 (bound elsewhere, unknown app)", "challengeKeyMismatch",
+                 body(ch=challenge(key_thumbprint(P)), app="com.example.nope"))
+    add_register("§9.4 step 9: an app id the deployment does not serve", "appMismatch", body(app="com.example.nope"))
+    add_register("§9.4 step 9: app ids are compared as bytes", "appMismatch", body(app="com.example.App"))
+    add_register("§9.4 step 9 before step 10 (unknown app, revoked key)", "appMismatch", body(app="com.example.nope"),
+                 revoked=[ED.thumbprint])
+    add_register("§9.4 step 10: a revoked key never registers again", "deviceRevoked", body(), revoked=[ED.thumbprint])
+    add_register("§9.4 step 10: another key's revocation is not this key's", "valid", body(), revoked=[P.thumbprint])
+    spent = challenge()
+    spent_id = challenge_id(unb64u(spent)).hex()
+    add_register("§9.4 step 11: a challenge redeemed already", "challengeRedeemed", body(ch=spent), redeemed=[spent_id])
+    add_register("§9.4 step 10 before step 11", "deviceRevoked", body(ch=spent), redeemed=[spent_id], revoked=[ED.thumbprint])
+    add_register("§9.4 step 11: another challenge's redemption is not this one's", "valid", body(), redeemed=[spent_id])
+
+    # ---- counter cases (§9.5)
+    def add_counter(comment, counters, highest=0, window=0):
+        return add("counter", comment, "valid", dict(highest=highest, window="%032x" % window, counters=counters))
+
+    add_counter("§9.5 no counter from a device that never sent one; then counters; then none is missing", [0, 0, 1, 0, 2])
+    add_counter("§9.5 concurrent requests arrive in any order: all accepted once", [3, 1, 2, 5, 4, 3, 5, 1])
+    add_counter("§9.5 127 behind is the oldest told apart, 128 behind too old", [200, 73, 72, 73])
+    add_counter("§9.5 a slide of 64 moves the lower half up whole", [100, 90, 164, 100, 90, 37, 36, 101])
+    add_counter("§9.5 a slide of 127 keeps the highest; of 128 forgets everything", [10, 137, 10, 265, 137, 138])
+    add_counter("§9.5 a slide of more than 128", [5, 5000, 4999, 4873, 4872, 5])
+    add_counter("§9.5 from a stored state: bits 0 and 127 set", [1000, 873, 999, 872, 1001, 873], highest=1000, window=1 | 1 << 127)
+    add_counter("§9.5 up to 2^63 - 1", [MAX_COUNTER, MAX_COUNTER - 127, MAX_COUNTER - 128, 1, MAX_COUNTER])
+    add_counter("§9.5 a jump from 0 to a large counter", [1 << 40, (1 << 40) - 1, 1])
+
+    # ---- field cases (§9.5)
+    for value, want, comment in [("0", "valid", "0: no counter"), ("1", "valid", "1"), ("9223372036854775807", "valid", "2^63 - 1"),
+                                 ("9223372036854775808", "invalidHeader", "2^63"), ("01", "invalidHeader", "a leading zero"),
+                                 ("00", "invalidHeader", "two zeros"), ("", "invalidHeader", "empty"), ("+1", "invalidHeader", "a sign"),
+                                 ("1 ", "invalidHeader", "a space"), ("1e3", "invalidHeader", "an exponent"),
+                                 ("12345678901234567890", "invalidHeader", "20 digits"), ("1234567890123456789", "valid", "19 digits"),
+                                 ("\u0661", "invalidHeader", "an Arabic-Indic digit")]:
+        add("field", "§9.5 " + comment, want, dict(value=value))
+
+    # ---- redeem cases (§9.6)
+    def device_challenge(client="deviceEd25519", levels=1 << 14, origin=ORIGIN, issued=ISSUED, ttl=120):
+        return issue_challenge([keys["challengeKey"]], 3, 0, 0, levels, issued, ttl, 0, keys[client], origin, next(randoms))
+
+    def add_redeem(comment, want, ch, client="deviceEd25519", devices=None, platform=1 << 15, body=None, now=NOW, redeemed=None):
+        inputs = dict(serverKeys=list(SERVER), body=body if body is not None else '{"challenge":"%s"}' % b64u(ch), clientKey=client,
+                      origin=ORIGIN, now=now, platformLevels=platform)
+        inputs["devices"] = {"deviceEd25519": dict(format="signcore", status="active")} if devices is None else devices
+        if redeemed is not None:
+            inputs["redeemed"] = redeemed
+        return add("redeem", comment, want, inputs)
+
+    d = device_challenge()
+    add_redeem("§9.6 a registered signcore key answers a device challenge", "valid", d)
+    add_redeem("§9.6 answer is not read for type 3", "valid", d, body='{"challenge":"%s","answer":7}' % b64u(d))
+    add_redeem("§9.6 a platform level for a key registered with Play Integrity", "valid", device_challenge(levels=1 << 15 | 1 << 14),
+               devices={"deviceEd25519": dict(format="android-play-integrity", status="active")})
+    add_redeem("§9.6 a platform level for a signcore key", "formatNotAccepted", device_challenge(levels=1 << 15 | 1 << 14))
+    add_redeem("§9.6 platformLevels 0: every level is for any device", "valid", device_challenge(levels=1 << 15), platform=0)
+    add_redeem("§9.6 not registered", "deviceUnknown", d, devices={"deviceP256": dict(format="signcore", status="active")})
+    add_redeem("§9.6 an App Attest record does not sign requests", "deviceUnknown", d,
+               devices={"deviceEd25519": dict(format="apple-app-attest", status="active")})
+    add_redeem("§9.6 revoked", "deviceRevoked", d, devices={"deviceEd25519": dict(format="signcore", status="revoked")})
+    add_redeem("§9.6 revoked before the platform check", "deviceRevoked", device_challenge(levels=1 << 15),
+               devices={"deviceEd25519": dict(format="signcore", status="revoked")})
+    add_redeem("§4.3 step 6 before step 7: another key's device challenge", "challengeKeyMismatch", device_challenge(client="deviceP256"))
+    add_redeem("§4.3 step 8 after step 7", "challengeRedeemed", d, redeemed=[challenge_id(d).hex()])
+    add_redeem("§4.3 step 7 before step 8", "deviceUnknown", d, devices={}, redeemed=[challenge_id(d).hex()])
+    add_redeem("§4.3 step 3: a device challenge expires", "challengeExpired", d, now=ISSUED + 125000)
+    add_redeem("§4.2 a registration challenge is not redeemed here", "attestationMalformed", None,
+               body='{"challenge":"%s"}' % challenge(key_thumbprint(ED)))
+    add_redeem("§4.2 a proof-of-work challenge still needs its answer", "attestationMalformed", None,
+               body='{"challenge":"%s"}' % b64u(issue_challenge([keys["challengeKey"]], 1, 4, 1, 1, ISSUED, 300, 0, ED, ORIGIN, next(randoms))))
+
+    number = 0
+    for name in DEVICE_SECTIONS:
+        for case in sections[name]:
+            number += 1
+            case["tcId"] = number
+    return dict({"spec": "SignCore/3 attestation 1, device keys", "algorithm": "device",
+                 "header": "docs/ATTEST.md §9.10. challenge: issue -> body, challenge, id; register: a registration body -> the record "
+                           "and the challenge id, or the error; counter: a state and counters -> the verdicts and the state; field: a "
+                           "signcore-counter value -> the counter or the error; redeem: an attest request of a type 3 challenge -> the "
+                           "challenge id and levels, or the error. Times in milliseconds",
+                 "numberOfTests": number, "keys": DEVICE_KEYS}, **sections)
+
 def write(name, doc):
     (VECTORS / name).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     print(f"{name}: {doc['numberOfTests']} cases")
@@ -2372,11 +2807,12 @@ def check():
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
     generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
                  "message.json": generate_message}
-    checked = ("canonical_url.json", "wtoken.json", "attest.json")  # checked case by case, not regenerated
+    checked = ("canonical_url.json", "wtoken.json", "attest.json", "device.json")  # checked case by case, not regenerated
     files = sorted(p.name for p in VECTORS.glob("*.json"))
     for name in files:
         expect(name in generated or name in checked, f"{name}: no check for this vector file")
-    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json"):
+    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json",
+                 "device.json"):
         expect(name in files, f"{name} is missing")
     if "attest.json" in files:  # ATTEST §8: every case of every section, from its inputs
         stored = json.loads((VECTORS / "attest.json").read_text())
@@ -2389,6 +2825,17 @@ def check():
                 got = run(keys, tc)
                 expect(got == want, f"attest {section} {tc['tcId']}: {got.get('error', got['result'])}")
         expect(count == stored["numberOfTests"], "attest.json: numberOfTests")
+    if "device.json" in files:  # ATTEST §9.10: every case of every section, from its inputs
+        stored = json.loads((VECTORS / "device.json").read_text())
+        keys = {n: Key(j) for n, j in stored["keys"].items()}
+        count = 0
+        for section, run in DEVICE_SECTIONS.items():
+            for tc in stored[section]:
+                count += 1
+                want = {k: tc[k] for k in ("result", "expected", "error") if k in tc}
+                got = run(keys, tc)
+                expect(got == want, f"device {section} {tc['tcId']}: {got.get('error', got['result'])}")
+        expect(count == stored["numberOfTests"], "device.json: numberOfTests")
     for name in [n for n in files if n in generated or n == "wtoken.json"]:
         fresh = generated[name]() if name in generated else None
         stored = json.loads((VECTORS / name).read_text())
@@ -2431,6 +2878,9 @@ if __name__ == "__main__":
         write("refusal.json", generate_refusal())
         write("message.json", generate_message())
         write("attest.json", generate_attest())
+        write("device.json", generate_device())
+    elif sys.argv[1:] == ["generate", "device"]:
+        write("device.json", generate_device())
     elif sys.argv[1:] == ["generate", "message"]:
         write("message.json", generate_message())
     elif sys.argv[1:] == ["generate", "attest"]:

@@ -95,5 +95,16 @@ public struct CounterWindow: Sendable, Hashable, CustomStringConvertible {
         self.init(highest: highest, low: low, high: high)
     }
 
+    /// A `signcore-counter` field's value (ATTEST.md §9.5): `0`, or 1-19 decimal digits without a
+    /// leading zero, at most 2^63 − 1; nil for anything else (`invalidHeader`).
+    public static func counter(field text: String) -> UInt64? {
+        let digits = Array(text.utf8)
+        guard (1...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }), digits.count == 1 || digits[0] != 0x30 else {
+            return nil
+        }
+        let value = digits.reduce(UInt64(0)) { $0 * 10 + UInt64($1 - 0x30) }
+        return value <= maximum ? value : nil
+    }
+
     public var description: String { "CounterWindow(highest \(highest))" }
 }

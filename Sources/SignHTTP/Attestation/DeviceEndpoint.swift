@@ -84,23 +84,12 @@ extension AttestationGate {
             guard identity.coveredHeaders.contains(names.counter.canonicalName) else {
                 throw SignCoreError(.headerNotCovered, "the signature does not cover the device counter")
             }
-            guard let value = Self.counter(values[0]) else {
+            guard let value = CounterWindow.counter(field: values[0]) else {
                 throw SignCoreError(.invalidHeader, "the device counter is a decimal integer from 0 to 2^63 - 1 without leading zeros")
             }
             counter = value
         }
         try await devices.registry.observe(keyID: identity.keyID, counter: counter, now: clock())
-    }
-
-    /// A counter field's value (§9.5): `0`, or 1-19 decimal digits without a leading zero, at
-    /// most 2^63 − 1.
-    static func counter(_ text: String) -> UInt64? {
-        let digits = Array(text.utf8)
-        guard (1...19).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }), digits.count == 1 || digits[0] != 0x30 else {
-            return nil
-        }
-        let value = digits.reduce(UInt64(0)) { $0 * 10 + UInt64($1 - 0x30) }
-        return value <= CounterWindow.maximum ? value : nil
     }
 
     /// A 32-byte key id in a query: base64 or base64url, padded or not, `+`, `/` and `=` possibly
