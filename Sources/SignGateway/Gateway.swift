@@ -24,6 +24,8 @@ public final class Gateway: Service {
     let postgresGuard: PostgresReplayGuard?
     let signature: SignatureMiddleware<GatewayRequestContext, WTokenRequestVerifier>
     let redemptions: PostgresRedemptionStore?
+    /// The device registry on PostgreSQL, whose notifications signd listens to (nil in memory).
+    let deviceRegistry: PostgresDeviceRegistry?
     let routes: GatewayRoutes
     let upstream: UpstreamClient.Endpoint
     let origin: ServerOrigin
@@ -78,7 +80,18 @@ public final class Gateway: Service {
             postgres = client
             postgresGuard = store
         }
-        verifier = try Verifier(keys: keys, replayGuard: replayGuard, skew: configuration.skew, maxLifetime: configuration.maxLifetime)
+        // Registered device keys (docs/ATTEST.md §9): found by the verifier through a key cache that
+        // forgets a key as soon as any node registers or revokes it.
+        let devices = try Self.devices(configuration, postgres: postgres, timeout: postgresGuard?.configuration.timeout, logger: logger)
+        deviceRegistry = devices?.registry as? PostgresDeviceRegistry
+        var keyCache: KeyCache?
+        if let devices, let settings = configuration.attestation?.devices {
+            let cache = try KeyCache(source: devices.registry, capacity: settings.cacheCapacity)
+            devices.registry.changes.invalidate(cache)
+            keyCache = cache
+        }
+        verifier = try Verifier(keys: keys, keyCache: keyCache, replayGuard: replayGuard, skew: configuration.skew,
+                                maxLifetime: configuration.maxLifetime)
         origin = try Self.origin(configuration)
         names = SignHeaderNames(whash: try Self.fieldName(configuration.headerNames.whash), wtoken: try Self.fieldName(configuration.headerNames.wtoken))
         let fields = configuration.identityHeaders
@@ -114,18 +127,26 @@ public final class Gateway: Service {
             for (index, challenge) in settings.challenges.enumerated() {
                 let member = "attestation.challenges[\(index)]"
                 do {
-                    challenges.append(try ChallengePolicy(difficulty: challenge.difficulty, count: challenge.count,
-                                                          levels: try GatewayConfiguration.levels(challenge.levels, member: member + ".levels"),
-                                                          ttl: challenge.ttl, minElapsed: challenge.minElapsed))
+                    let levels = try GatewayConfiguration.levels(challenge.levels, member: member + ".levels")
+                    switch challenge.kind {
+                    case .proofOfWork:
+                        challenges.append(try ChallengePolicy(difficulty: challenge.difficulty, count: challenge.count, levels: levels,
+                                                              ttl: challenge.ttl, minElapsed: challenge.minElapsed))
+                    case .device:
+                        challenges.append(try ChallengePolicy.device(levels: levels, ttl: challenge.ttl))
+                    }
                 } catch {
                     throw SignCoreError(.invalidConfiguration, "configuration: \(member): \(error.detail)")
                 }
             }
-            let gate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: store, skew: settings.skew, tokenTTL: settings.tokenTTL),
+            let gate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: store, skew: settings.skew, tokenTTL: settings.tokenTTL,
+                                                              devices: devices),
                                            challenges: challenges,
                                            names: AttestationFieldNames(challenge: try Self.fieldName(settings.challengeField),
-                                                                        token: try Self.fieldName(settings.tokenField)),
-                                           endpoint: settings.endpoint)
+                                                                        token: try Self.fieldName(settings.tokenField),
+                                                                        counter: try Self.fieldName(settings.devices?.counterField ?? "signcore-counter")),
+                                           endpoint: settings.endpoint,
+                                           deviceEndpoint: settings.devices?.endpoint ?? AttestationGate.defaultDeviceEndpoint)
             attestation = gate
         } else {
             attestation = nil
@@ -170,14 +191,16 @@ public final class Gateway: Service {
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
                               logger: logger)
         if let postgresGuard {
-            app.beforeServerStarts { [logger, redemptions] in
+            app.beforeServerStarts { [logger, redemptions, deviceRegistry] in
                 try await Self.createSchema(logger: logger) { () throws(SignCoreError) in
                     try await postgresGuard.createSchema()
                     try await redemptions?.createSchema()
+                    try await deviceRegistry?.createSchema()
                 }
             }
         }
         if let postgres { app.addServices(postgres) }
+        if let deviceRegistry { app.addServices(DeviceListener(registry: deviceRegistry)) }
         app.addServices(KeyReloader(files: configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys,
                                     interval: .seconds(configuration.keys.reloadInterval), verifier: verifier, logger: logger,
                                     reported: { [monitor] in monitor.keysReloaded(ok: $0) }),
@@ -213,6 +236,20 @@ public final class Gateway: Service {
             defer { group.cancelAll() }
             try await postgresGuard.createSchema()
             try await redemptions?.createSchema()
+            try await deviceRegistry?.createSchema()
+        }
+    }
+
+    /// Revokes a registered device key in the fleet's PostgreSQL registry (`signd --revoke-device`):
+    /// true when it was active. Every node refuses it at once (docs/ATTEST.md §9.1).
+    public func revokeDevice(keyID: String) async throws -> Bool {
+        guard let postgres, let deviceRegistry else {
+            throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.store is not postgres; there is no registry to write")
+        }
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { await postgres.run(); return false }
+            defer { group.cancelAll() }
+            return try await deviceRegistry.revoke(keyID: keyID)
         }
     }
 
@@ -264,5 +301,38 @@ public final class Gateway: Service {
             logger.warning("replay store not reachable yet; retrying", metadata: ["signd.reason": "\(failure.detail)"])
             try await Task.sleep(for: .seconds(1))
         }
+    }
+}
+
+extension Gateway {
+    /// The device keys of `attestation.devices` (docs/ATTEST.md §9), in memory or on the replay
+    /// store's PostgreSQL; nil when none are configured.
+    static func devices(_ configuration: GatewayConfiguration, postgres: PostgresClient?, timeout: Duration?,
+                        logger: Logger) throws(SignCoreError) -> Devices? {
+        guard let settings = configuration.attestation?.devices else { return nil }
+        let registry: any DeviceRegistry
+        switch settings.store {
+        case .memory:
+            registry = InMemoryDeviceRegistry(capacity: settings.capacity)
+        case .postgres:
+            guard let postgres else {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.store postgres needs replay.store postgres (the same database)")
+            }
+            var registrySettings = PostgresDeviceRegistry.Configuration()
+            registrySettings.table = settings.table
+            registrySettings.timeout = timeout ?? .seconds(2)
+            registry = try PostgresDeviceRegistry(client: postgres, configuration: registrySettings, logger: logger)
+        }
+        return Devices(registry: registry, policy: try settings.policy())
+    }
+}
+
+/// Listens for the fleet's registrations and revocations (`PostgresDeviceRegistry.run`) while
+/// signd serves.
+struct DeviceListener: Service {
+    let registry: PostgresDeviceRegistry
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { await registry.run() }
     }
 }

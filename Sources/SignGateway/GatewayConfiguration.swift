@@ -154,9 +154,34 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var table = "signcore_redemptions"
         /// The most challenges the memory store holds unexpired.
         public var capacity = 1_000_000
+        /// Registered device keys (docs/ATTEST.md §9); nil: none.
+        public var devices: Devices?
+    }
+
+    /// Device keys (docs/ATTEST.md §9, docs/SIGND.md "Device keys").
+    public struct Devices: Sendable, Decodable {
+        /// The registration formats accepted: `signcore` (and, as they are verified, the platform formats).
+        public var formats: [String] = ["signcore"]
+        /// The app ids a registration may name.
+        public var appIds: [String]
+        /// Seconds a registration challenge may be answered in (1-3600).
+        public var registrationTTL = 300
+        /// Levels (0-15) only a platform-attested device earns.
+        public var platformLevels: [Int] = []
+        public var endpoint = AttestationGate.defaultDeviceEndpoint
+        public var counterField = "signcore-counter"
+        /// Where registered keys live: `memory` (one node) or `postgres` (the replay store's
+        /// database, in `table`), for a fleet.
+        public var store = Store.memory
+        public var table = "signcore_devices"
+        /// The most keys the memory registry holds, and the verifier's key cache holds.
+        public var capacity = 1_000_000
+        public var cacheCapacity = 100_000
     }
 
     public struct Challenge: Sendable, Decodable {
+        /// `proofOfWork` (the default) or `device`: answered by a registered device key.
+        public var kind = ChallengeKind.proofOfWork
         /// The levels (0-15) a redemption grants.
         public var levels: [Int]
         public var difficulty = 18
@@ -175,6 +200,10 @@ public struct GatewayConfiguration: Sendable, Decodable {
 
     public enum AttestationMode: String, Sendable, CaseIterable, ConfigurationChoice {
         case require, monitor, off
+    }
+
+    public enum ChallengeKind: String, Sendable, CaseIterable, ConfigurationChoice {
+        case proofOfWork, device
     }
 
     public struct RouteBody: Sendable, Decodable {
@@ -472,11 +501,12 @@ extension GatewayConfiguration.IdentityHeaders {
 extension GatewayConfiguration.Attestation {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["keys", "challenges", "challengeField", "tokenField", "endpoint", "skew", "tokenTTL", "store", "table",
-                                     "capacity"])
+                                     "capacity", "devices"])
         keys = try c.required("keys"); challenges = try c.required("challenges")
         try c.set(&challengeField, "challengeField"); try c.set(&tokenField, "tokenField"); try c.set(&endpoint, "endpoint")
         try c.set(&skew, "skew"); try c.set(&tokenTTL, "tokenTTL"); try c.set(&store, "store"); try c.set(&table, "table")
         try c.set(&capacity, "capacity")
+        devices = try c.decodeIfPresent(GatewayConfiguration.Devices.self, forKey: AnyKey(stringValue: "devices"))
         func refuse(_ member: String, _ allowed: String) -> SignCoreError {
             SignCoreError(.invalidConfiguration, "configuration: attestation.\(member) is \(allowed)")
         }
@@ -490,10 +520,42 @@ extension GatewayConfiguration.Attestation {
     }
 }
 
+extension GatewayConfiguration.Devices {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["formats", "appIds", "registrationTTL", "platformLevels", "endpoint", "counterField", "store", "table",
+                                     "capacity", "cacheCapacity"])
+        appIds = try c.required("appIds")
+        try c.set(&formats, "formats"); try c.set(&registrationTTL, "registrationTTL"); try c.set(&platformLevels, "platformLevels")
+        try c.set(&endpoint, "endpoint"); try c.set(&counterField, "counterField"); try c.set(&store, "store"); try c.set(&table, "table")
+        try c.set(&capacity, "capacity"); try c.set(&cacheCapacity, "cacheCapacity")
+        func refuse(_ member: String, _ allowed: String) -> SignCoreError {
+            SignCoreError(.invalidConfiguration, "configuration: attestation.devices.\(member) is \(allowed)")
+        }
+        guard !formats.isEmpty, formats.allSatisfy({ DeviceFormat.all.map(\.rawValue).contains($0) }) else {
+            throw refuse("formats", "one or more of " + DeviceFormat.all.map(\.rawValue).joined(separator: ", "))
+        }
+        guard capacity >= 1, cacheCapacity >= 1 else { throw refuse("capacity", "at least 1, and so is cacheCapacity") }
+        guard endpoint.hasPrefix("/"), (try? ServerOrigin.validate(target: endpoint)) != nil, !endpoint.contains("?") else {
+            throw refuse("endpoint", "an absolute path (starting with /, no query)")
+        }
+    }
+
+    /// The policy every node applies (`invalidConfiguration` for values out of range).
+    func policy() throws(SignCoreError) -> DevicePolicy {
+        do {
+            return try DevicePolicy(formats: Set(formats.map(DeviceFormat.init(rawValue:))), appIDs: appIds, registrationTTL: registrationTTL,
+                                    platformLevels: try GatewayConfiguration.levels(platformLevels, member: "attestation.devices.platformLevels"))
+        } catch {
+            throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices: \(error.detail)")
+        }
+    }
+}
+
 extension GatewayConfiguration.Challenge {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["levels", "difficulty", "count", "ttl", "minElapsed"])
+        let c = try decoder.members(["kind", "levels", "difficulty", "count", "ttl", "minElapsed"])
         levels = try c.required("levels")
+        try c.set(&kind, "kind")
         try c.set(&difficulty, "difficulty"); try c.set(&count, "count"); try c.set(&ttl, "ttl"); try c.set(&minElapsed, "minElapsed")
     }
 }

@@ -21,6 +21,9 @@ struct SignD: AsyncParsableCommand {
     @Flag(help: "Create the PostgreSQL replay store's table and index, then exit.")
     var createSchema = false
 
+    @Option(help: "Revoke this registered device key in the PostgreSQL registry, then exit.")
+    var revokeDevice: String?
+
     /// A bad configuration: its one-line reason on standard error and exit 78 (EX_CONFIG), no
     /// usage text (the command line was right).
     static func refuse(_ error: SignCoreError) -> ExitCode {
@@ -65,6 +68,15 @@ struct SignD: AsyncParsableCommand {
                 throw Self.refuse(error)
             }
             print("signd: the replay store's schema is in place")
+            return
+        }
+        if let keyID = revokeDevice {
+            do {
+                let revoked = try await gateway.revokeDevice(keyID: keyID)
+                print(revoked ? "signd: device key revoked" : "signd: no active device key has this id")
+            } catch let error as SignCoreError {
+                throw Self.refuse(error)
+            }
             return
         }
         let group = ServiceGroup(configuration: .init(services: [gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

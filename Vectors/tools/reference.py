@@ -1606,7 +1606,7 @@ def kind_admits(type_, d, k, levels) -> bool:
 def issue_bound_challenge(keys, type_, d, k, levels, issued_at, ttl, min_elapsed, key_field: bytes, origin: str, random: bytes) -> bytes:
     """ATTEST §2.1-§2.2 with the key field given (a thumbprint, a key id, or 32 zero bytes, §9.3)."""
     key = issuing_key(keys, CHALLENGE_KEY_ALGS)
-    if not kind_admits(type_, d, k, levels) or not 1 <= ttl <= MAX_CHALLENGE_TTL or not 0 <= min_elapsed < ttl * 1000:
+    if not kind_admits(type_, d, k, levels) or not 1 <= ttl <= MAX_CHALLENGE_TTL or min_elapsed >= ttl * 1000:
         raise SpecError("invalidConfiguration")
     body = challenge_body(type_, d, k, levels, issued_at, ttl, min_elapsed, key_field, origin_digest(origin), random, key.kid.encode())
     return body + sign_message(key, CHALLENGE_CONTEXT, body)[1]
@@ -1685,7 +1685,7 @@ def parse_attest_request(body: bytes):
         doc = load_document(body.decode("utf-8"))
     except (UnicodeDecodeError, SpecError):
         raise SpecError("attestationMalformed")
-    if not isinstance(doc, dict) or not isinstance(doc.get("challenge"), str):
+    if not isinstance(doc.get("challenge"), str):
         raise SpecError("attestationMalformed")
     return doc["challenge"], doc.get("answer")
 
@@ -2401,14 +2401,12 @@ def parse_registration(body: bytes) -> dict:
     rules, an object; string members of 1-256 bytes format (a format of §9.1, else
     formatNotAccepted), platform (optional), keyId, challenge (type 2), appId (required for
     signcore); jwk (signing formats: a public Ed25519 or P-256 JWK); token (platform formats:
-    base64). Anything else is registrationMalformed."""
+    base64 of at least one byte). Anything else is registrationMalformed."""
     if len(body) > MAX_REGISTRATION_BODY:
         raise SpecError("bodyTooLarge")
     try:
         doc = load_document(body.decode("utf-8"))
     except (UnicodeDecodeError, SpecError):
-        raise SpecError("registrationMalformed")
-    if not isinstance(doc, dict):
         raise SpecError("registrationMalformed")
 
     def text(name, required=True):
@@ -2447,7 +2445,7 @@ def parse_registration(body: bytes) -> dict:
             token = decode_base64(doc["token"]) if isinstance(doc.get("token"), str) else None
         except ValueError:
             token = None
-        if token is None:
+        if not token:
             raise SpecError("registrationMalformed")
     return dict(format=fmt, keyId=key_id, challenge=challenge, appId=app_id, key=key, token=token)
 
@@ -2592,11 +2590,19 @@ def generate_device():
     add_challenge("§2.4 type 4 is reserved", "invalidConfiguration", type_=4, levels=1)
     add_challenge("§2.4 a registration challenge's ttl is at most 3600 s", "invalidConfiguration", ttl=3601)
     add_challenge("§1 a set without an oct key issues no challenge", "invalidConfiguration", server="tokenKey")
+    add_challenge("§2.4 a registration challenge's ttl is at least 1 s", "invalidConfiguration", ttl=0)
+    add_challenge("§2.4 a device challenge may grant every level", type_=3, levels=0xFFFF, bound=key_thumbprint(keys["deviceP256"]))
 
     # ---- register cases (§9.4)
     def challenge(bound=None, issued=ISSUED, ttl=300, origin=ORIGIN, server="challengeKey", type_=2, levels=0):
         return b64u(issue_bound_challenge([keys[server]], type_, 0, 0, levels, issued, ttl, 0, UNBOUND if bound is None else bound,
                                           origin, next(randoms)))
+
+    def craft(type_=2, d=0, k=0, levels=0, key_field=UNBOUND) -> str:
+        """A challenge with any type, d, k and levels, tagged by the server's key (only those fields wrong)."""
+        kid = keys["challengeKey"].kid.encode()
+        body = challenge_body(type_, d, k, levels, ISSUED, 300, 0, key_field, origin_digest(ORIGIN), next(randoms), kid)
+        return b64u(body + sign_message(keys["challengeKey"], CHALLENGE_CONTEXT, body)[1])
 
     def jwk_text(name):
         return json.dumps(DEVICE_KEYS[name], separators=(",", ":"))
@@ -2657,6 +2663,28 @@ def generate_device():
     add_register("§9.4 step 1: a proof-of-work challenge", "registrationMalformed",
                  body(ch=b64u(issue_challenge([keys["challengeKey"]], 1, 4, 1, 1, ISSUED, 300, 0, ED, ORIGIN, next(randoms)))))
     add_register("§9.4 step 1: a device challenge", "registrationMalformed", body(ch=challenge(key_thumbprint(ED), type_=3, levels=1)))
+    add_register("§2.4 a registration challenge has d = 0", "registrationMalformed", body(ch=craft(d=1)))
+    add_register("§2.4 a registration challenge has k = 0", "registrationMalformed", body(ch=craft(k=1)))
+    add_register("§2.4 a registration challenge grants no level", "registrationMalformed", body(ch=craft(levels=1)))
+    add_register("§2.4 a registration challenge crafted with d = k = 0 and no level parses", "valid", body(ch=craft()))
+    add_register("§9.4 step 1: 16385 bytes", "bodyTooLarge", (lambda b: b[:-1] + ',"pad":"%s"}' % ("x" * (16385 - len(b) - 9)))(body()))
+    add_register("§9.4 step 1: platform is optional", "valid", body().replace('"platform":"ios",', ''))
+    add_register("§9.4 step 1: a member of 1 byte", "valid", body().replace('"platform":"ios"', '"platform":"i"'))
+    add_register("§9.4 step 1: a member of 256 bytes", "valid", body(app="a" * 256), apps=(APP, "a" * 256))
+    add_register("§9.4 step 1: appId is optional for a platform format", "formatNotAccepted",
+                 body(fmt="apple-app-attest", extra=',"token":"AAEC"').replace(',"appId":"%s"' % APP, ''), formats=DEVICE_FORMATS)
+    for token, want, comment in [("AA==", "formatNotAccepted", "padded with two"), ("AAA=", "formatNotAccepted", "padded with one"),
+                                 ("AABA", "formatNotAccepted", "four characters, no padding"), ("AA", "formatNotAccepted", "unpadded"),
+                                 ("AA=", "registrationMalformed", "padding in a length that is not a multiple of 4"),
+                                 ("AB==", "registrationMalformed", "non-zero bits past the last byte"),
+                                 ("", "registrationMalformed", "empty"), ("====", "registrationMalformed", "padding alone")]:
+        add_register("§9.4 step 1: a token " + comment, want, body(fmt="apple-app-attest", extra=',"token":"%s"' % token), formats=DEVICE_FORMATS)
+    add_register("§9.4 step 1 before step 3: a format of no version is refused even when configured", "formatNotAccepted",
+                 body(fmt="webauthn", ch=challenge(server="challengeKeyImpostor")), formats=("webauthn",))
+    add_register("§9.4 step 5 before the platform token's check", "challengeScopeMismatch",
+                 body(fmt="apple-app-attest", ch=challenge(origin="https://other.example"), extra=',"token":"AAEC"'), formats=DEVICE_FORMATS)
+    add_register("§9.4 step 6: keyId the JWK's kid, not its thumbprint", "deviceKeyMismatch", body("deviceNamed", key_id="my-phone"),
+                 signed_by="deviceNamed")
     add_register("§9.4 step 1: no appId for signcore", "registrationMalformed", body().replace(',"appId":"%s"' % APP, ''))
     add_register("§9.4 step 1: appId of 257 bytes", "registrationMalformed", body(app="a" * 257))
     add_register("§9.4 step 1: no jwk", "registrationMalformed", body(jwk='null'))
@@ -2765,6 +2793,15 @@ def generate_device():
     add_redeem("§4.3 step 8 after step 7", "challengeRedeemed", d, redeemed=[challenge_id(d).hex()])
     add_redeem("§4.3 step 7 before step 8", "deviceUnknown", d, devices={}, redeemed=[challenge_id(d).hex()])
     add_redeem("§4.3 step 3: a device challenge expires", "challengeExpired", d, now=ISSUED + 125000)
+    ED_FIELD = key_thumbprint(keys["deviceEd25519"])
+    for fields, want, comment in [(dict(d=1), "attestationMalformed", "a device challenge has d = 0"),
+                                  (dict(k=1), "attestationMalformed", "a device challenge has k = 0"),
+                                  (dict(levels=0), "attestationMalformed", "a device challenge grants levels"),
+                                  (dict(levels=1), "valid", "a device challenge of level 0 alone"),
+                                  (dict(levels=0xFFFF), "valid", "a device challenge of every level")]:
+        crafted = dict(type_=3, levels=1, key_field=ED_FIELD)
+        crafted.update(fields)
+        add_redeem("§2.4 " + comment, want, None, body='{"challenge":"%s"}' % craft(**crafted), platform=0)
     add_redeem("§4.2 a registration challenge is not redeemed here", "attestationMalformed", None,
                body='{"challenge":"%s"}' % challenge(key_thumbprint(ED)))
     add_redeem("§4.2 a proof-of-work challenge still needs its answer", "attestationMalformed", None,

@@ -57,7 +57,7 @@ public struct DeviceRegistration: Sendable {
             publicKey = nil
         }
         if format.isPlatformAttested {
-            guard case .string(let tokenText)? = object["token"], let token = Self.decodeBase64(tokenText) else {
+            guard case .string(let tokenText)? = object["token"], let token = Self.decodeBase64(tokenText), !token.isEmpty else {
                 throw Self.malformed("the registration's token is base64")
             }
             self.token = token

@@ -41,7 +41,8 @@ struct AttestExchange {
 
     private func redeem(_ first: Challenge, carrying token: String?) async throws(SignCoreError) -> OriginAttestation.Token {
         var challenge = first
-        var answer = try await policy.solver.solve(challenge)
+        var answer = try await solve(challenge)
+        var registered = false
         for _ in 0..<3 {
             let (response, body) = try await send(.post, path: policy.endpoint, body: AttestRequest(challenge: challenge, answer: answer).body,
                                                   token: token)
@@ -52,7 +53,7 @@ struct AttestExchange {
                 let now = ContinuousClock.now
                 return .init(text: answered.token, levels: answered.levels, expires: now + ttl, renewAt: now + ttl * policy.renewal)
             }
-            let refusal = ReceivedRefusal(response, knownCodes: AttestationPolicy.knownCodes, knownAdvice: [.attest])
+            let refusal = ReceivedRefusal(response, knownCodes: AttestationPolicy.knownCodes, knownAdvice: [.attest, .register])
             switch refusal?.code {
             case .challengeTooEarly?:
                 let wait = Duration.seconds(Int64(response.headerFields[.retryAfter].flatMap { Int64($0) } ?? 1))
@@ -61,12 +62,23 @@ struct AttestExchange {
             case .challengeExpired?:
                 guard let fresh = self.challenge(in: response) else { throw refused(response, "redeemed a challenge") }
                 challenge = fresh
-                answer = try await policy.solver.solve(challenge)
+                answer = try await solve(challenge)
+            case .deviceUnknown?:
+                // A device challenge, and this key is not registered at the origin: register it, once.
+                guard !registered, let device = client.devicePolicy,
+                      try await device.register(client: client, origin: origin, via: transport) else { throw refused(response, "redeemed a challenge") }
+                registered = true
             default:
                 throw refused(response, "redeemed a challenge")
             }
         }
         throw SignCoreError(.challengeAbandoned, "the attest endpoint kept refusing the answer")
+    }
+
+    /// The answer: a proof of work, or none for a device challenge (the signed request of the
+    /// registered key is the answer, docs/ATTEST.md §9.6).
+    private func solve(_ challenge: Challenge) async throws(SignCoreError) -> [UInt8] {
+        challenge.kind == .proofOfWork ? try await policy.solver.solve(challenge) : []
     }
 
     private func challenge(in response: HTTPResponse) -> Challenge? {
@@ -93,6 +105,8 @@ struct AttestExchange {
         if let token { unsigned.headerFields[policy.names.token] = token }
         for attempt in 0..<2 {
             var request = unsigned
+            // A registered key's counter, as every request of it carries (docs/ATTEST.md §9.5).
+            if let device = client.devicePolicy { request.headerFields[device.counterField] = String(try device.counter.next()) }
             try await client.signer(for: origin).signAsync(&request, body: body, names: client.names)
             let (response, bytes): (HTTPResponse, [UInt8])
             do { (response, bytes) = try await transport.send(request, body: body) } catch let error as SignCoreError { throw error } catch {

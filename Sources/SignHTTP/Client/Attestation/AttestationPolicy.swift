@@ -43,7 +43,7 @@ public struct AttestationPolicy: ExchangePolicy {
     }
 
     /// The codes and advice of the flow, for reading refusals (SPEC §7.2).
-    static let knownCodes = SignCoreError.Code.attestationCodes
+    static let knownCodes = SignCoreError.Code.attestationCodes + SignCoreError.Code.deviceCodes
 
     public func prepare(_ request: inout HTTPRequest, _ context: ExchangeContext) async throws(SignCoreError) {
         let attestation = OriginAttestation.of(context.origin)

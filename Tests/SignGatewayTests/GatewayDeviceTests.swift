@@ -1,0 +1,198 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import NIOCore
+import SignAsyncHTTPClient
+@_spi(SignCoreTools) import SignCore
+import SignAttest
+@testable import SignGateway
+import SignHTTP
+import SignTestSupport
+import Testing
+
+/// Device keys through signd (docs/ATTEST.md §9, docs/SIGND.md "Device keys"), in front of a
+/// real upstream, two nodes sharing a real PostgreSQL: a client registers its install key on
+/// demand and is accepted by both nodes at once; a revocation reaches the other node within a
+/// second; concurrent counters of one device lose no update; the registered-device level
+/// through the 428 flow; refused requests never reach the upstream.
+@Suite(.serialized) struct GatewayDeviceTests {
+    static let serverKeys = GatewayAttestationTests.serverKeys
+    static let app = "com.example.app"
+
+    /// Two nodes' configuration: no static client key (every client key is a device key),
+    /// devices on PostgreSQL, `/device/**` requiring level 14 earned by a device challenge.
+    static func configuration(upstream: Int, folder: TemporaryFolder, server: PostgresServer, fixedOrigin: Bool) throws -> String {
+        let keys = try folder.writeKeys([SigningKey.generate(.ed25519).publicOnly()])  // a key no client has
+        let attestKeys = try folder.writeKeys(serverKeys, to: "attest.jwks")
+        return GatewayTests.configuration(upstream: upstream, keys: keys, [
+            "origin": fixedOrigin ? ["scheme": "https", "authority": "gateway.test"] : ["scheme": "http"],
+            "replay": GatewayFleetTests.postgresReplay(server),
+            "attestation": ["keys": attestKeys, "store": "postgres",
+                            "challenges": [["levels": [0], "difficulty": 12, "count": 2], ["kind": "device", "levels": [14]]],
+                            "devices": ["appIds": [app], "store": "postgres", "platformLevels": [15]]] as [String: Any],
+            "policy": ["routes": [["route": "/device/**", "signature": "require", "attestation": ["mode": "require", "levels": [14]]]]],
+        ])
+    }
+
+    /// Runs two signd nodes (and an upstream) on one PostgreSQL while `body` runs with their
+    /// ports and the configuration's text.
+    static func withTwoNodes(fixedOrigin: Bool = false, _ body: @escaping @Sendable (_ ports: [Int], _ json: String, _ upstream: Upstream, _ folder: TemporaryFolder) async throws -> Void) async throws {
+        let server = try PostgresServer.start()
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = try Self.configuration(upstream: upstreamPort, folder: folder, server: server, fixedOrigin: fixedOrigin)
+            try await withGateway(json) { first in
+                try await withGateway(json) { second in try await body([first, second], json, upstream, folder) }
+            }
+        }
+    }
+
+    /// A device client: its key and counter in files of mode 0600 under `folder`.
+    static func client(_ folder: TemporaryFolder, name: String = "device", attestation: Bool = false) throws -> SigningClient {
+        let key = try SigningKey.loadOrCreate(file: folder.path + "/\(name).jwk")
+        let device = DeviceKeyPolicy(appID: app, counter: try DeviceCounter(file: folder.path + "/\(name).counter"))
+        return try SigningClient(signer: Signer(key: key), device: device,
+                                 attestation: attestation ? AttestationPolicy(solver: ProofOfWorkSolver(workers: 2)) : nil)
+    }
+
+    static func get(_ http: HTTPClient, port: Int, _ path: String, client: SigningClient? = nil, fields: [(String, String)] = []) async throws -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
+        for (name, value) in fields { request.headers.add(name: name, value: value) }
+        let response = if let client { try await http.execute(request, client: client, timeout: .seconds(20)) } else {
+            try await http.execute(request, timeout: .seconds(20))
+        }
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return response
+    }
+
+    static func code(_ response: HTTPClientResponse) -> Int? {
+        response.headers.first(name: "signcore-error")?.split(separator: ";").first { $0.hasPrefix("code=") }.flatMap { Int($0.dropFirst(5)) }
+    }
+
+    /// The client's request to node B is refused (unknown key, and B caches that); the client
+    /// registers through node A on its next request; node B accepts it at once; a revocation
+    /// made as `signd --revoke-device` makes reaches node B within a second.
+    @Test func registerOnOneNodeAcceptedByTheOtherRevokedEverywhere() async throws {
+        try await Self.withTwoNodes { ports, json, upstream, folder in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let key = try SigningKey.loadOrCreate(file: folder.path + "/device.jwk")
+            let plain = SigningClient(signer: try Signer(key: key))
+            let unknown = try await Self.get(http, port: ports[1], "/data", client: plain)
+            #expect(unknown.status == .unauthorized && Self.code(unknown) == 10)
+            let client = try Self.client(folder)
+            let registered = try await Self.get(http, port: ports[0], "/data", client: client)
+            #expect(registered.status == .ok)
+            let other = try await Self.get(http, port: ports[1], "/data", client: client)
+            #expect(other.status == .ok)
+            #expect(upstream.all.map(\.keyID) == [key.id, key.id])
+            // The upstream saw the counter the signature covered.
+            #expect(upstream.all.allSatisfy { record in record.fields.contains { $0.hasPrefix("signcore-counter: ") } })
+
+            let operatorView = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: quietLogger)
+            #expect(try await operatorView.revokeDevice(keyID: key.id))
+            let clock = ContinuousClock(), start = clock.now
+            var refused = false
+            while clock.now - start < .seconds(2) {
+                // Refused as unknown, the client tries to register again, and learns the key is revoked.
+                do {
+                    _ = try await Self.get(http, port: ports[1], "/data", client: client)
+                } catch let error as SignCoreError {
+                    refused = error.code == .deviceRevoked
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(refused && clock.now - start < .seconds(1))
+            #expect(try await Self.get(http, port: ports[0], "/data", client: plain).status == .unauthorized)
+            #expect(upstream.all.count >= 2 && upstream.all.count <= 3)
+        }
+    }
+
+    /// 100 requests of one device at once, spread over both nodes: every one accepted, each
+    /// counter recorded (none lost), then a repeat of one is refused and never reaches the upstream.
+    @Test func concurrentRequestsOfOneDeviceAcrossTwoNodes() async throws {
+        try await Self.withTwoNodes { ports, _, upstream, folder in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = try Self.client(folder)
+            #expect(try await Self.get(http, port: ports[0], "/warm", client: client).status == .ok)
+            let statuses = try await withThrowingTaskGroup(of: UInt.self) { group in
+                for index in 0..<100 {
+                    group.addTask { try await Self.get(http, port: ports[index % 2], "/items/\(index)", client: client).status.code }
+                }
+                return try await group.reduce(into: [UInt]()) { $0.append($1) }
+            }
+            #expect(statuses.count == 100 && statuses.allSatisfy { $0 == 200 })
+            #expect(upstream.all.count == 101)
+            // A counter sent again (in a freshly signed request): refused by the other node too.
+            let key = try SigningKey.loadOrCreate(file: folder.path + "/device.jwk")
+            let signer = try Signer(key: key, coveredHeaders: ["signcore-counter"])
+            for (counter, code) in [("50", 107), ("0", 109)] {
+                let signed = try signer.sign(method: .get, url: "http://127.0.0.1:\(ports[1])/again", body: [], headers: [HeaderField("signcore-counter", counter)])
+                let response = try await Self.get(http, port: ports[1], "/again",
+                                                  fields: [("whash", signed.whash), ("wtoken", signed.wtoken), ("signcore-counter", counter)])
+                #expect(response.status == .conflict && Self.code(response) == code)
+            }
+            #expect(upstream.all.count == 101)
+        }
+    }
+
+    /// A route requiring the registered-device level: the client registers, answers the device
+    /// challenge with its registered key, and its request arrives with the level.
+    @Test func theRegisteredDeviceLevelThroughSignd() async throws {
+        try await Self.withTwoNodes { ports, _, upstream, folder in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let client = try Self.client(folder, attestation: true)
+            let response = try await Self.get(http, port: ports[0], "/device/profile", client: client)
+            #expect(response.status == .ok)
+            let record = try #require(upstream.all.last)
+            #expect(record.path == "/device/profile")
+            #expect(record.fields.contains("signcore-attestation: \(1 << 14)"))
+            // The token serves the other node as well.
+            #expect(try await Self.get(http, port: ports[1], "/device/other", client: client).status == .ok)
+        }
+    }
+
+    /// Registration refusals end to end: a wrong app id, a challenge used twice; nothing of them
+    /// reaches the upstream.
+    @Test func registrationRefusalsThroughSignd() async throws {
+        try await Self.withTwoNodes(fixedOrigin: true) { ports, _, upstream, folder in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            let key = try SigningKey.loadOrCreate(file: folder.path + "/device.jwk", algorithm: .p256)
+            // Requests as a client of the fleet's one origin sends them (Host gateway.test, signed for https://gateway.test).
+            func challenge() async throws -> String {
+                var ask = HTTPClientRequest(url: "http://127.0.0.1:\(ports[0])/.well-known/signcore/devices/challenge?keyId=\(key.id)")
+                ask.headers.add(name: "host", value: "gateway.test")
+                let issued = try await http.execute(ask, timeout: .seconds(10))
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: try await issued.body.collect(upTo: 4096))) as? [String: Any]
+                return try #require(object?["challenge"] as? String)
+            }
+            func register(at port: Int, challenge: String, app: String = Self.app) async throws -> (UInt, Int?) {
+                let body = #"{"format":"signcore","keyId":"\#(key.id)","jwk":\#(try JWK.serialize(key, includePrivate: false)),"challenge":"\#(challenge)","appId":"\#(app)"}"#
+                let signed = try Signer(key: key).sign(method: .post, url: "https://gateway.test/.well-known/signcore/devices", body: Array(body.utf8))
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/.well-known/signcore/devices")
+                request.method = .POST
+                request.headers.add(name: "host", value: "gateway.test")
+                request.headers.add(name: "whash", value: signed.whash)
+                request.headers.add(name: "wtoken", value: signed.wtoken)
+                request.body = .bytes(ByteBuffer(string: body))
+                let response = try await http.execute(request, timeout: .seconds(10))
+                _ = try await response.body.collect(upTo: 4096)
+                return (response.status.code, Self.code(response))
+            }
+            let wrongApp = try await register(at: ports[0], challenge: try await challenge(), app: "com.example.other")
+            #expect(wrongApp.0 == 403 && wrongApp.1 == 105)
+            // One challenge (issued by node A), two registrations (one per node): the second is refused.
+            let once = try await challenge()
+            let first = try await register(at: ports[0], challenge: once)
+            let second = try await register(at: ports[1], challenge: once)
+            #expect(first.0 == 201 && second.0 == 409 && second.1 == 88)
+            #expect(upstream.all.isEmpty)
+        }
+    }
+}
