@@ -99,8 +99,17 @@ let servers: [Target] = [
                                                         .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")]),
     .target(name: "SignOpenAPI", dependencies: ["SignCore", "SignHTTP", httpTypes,
                                                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")]),
+    // The platforms' device attestation (docs/ATTEST.md §9.7-§9.8): App Attest and Play Integrity,
+    // with X.509 from swift-certificates and a CBOR reader of its own.
+    .target(name: "SignDevice", dependencies: ["SignCore", "SignAttest", .product(name: "X509", package: "swift-certificates"),
+                                               .product(name: "SwiftASN1", package: "swift-asn1"),
+                                               .product(name: "Crypto", package: "swift-crypto"),
+                                               .product(name: "_CryptoExtras", package: "swift-crypto")]),
+    .testTarget(name: "SignDeviceTests", dependencies: ["SignDevice", "SignAttest", "SignCore", .product(name: "X509", package: "swift-certificates"),
+                                                        .product(name: "Crypto", package: "swift-crypto")],
+                resources: [.copy("Fixtures")]),
     // The verifying reverse proxy.
-    .target(name: "SignGateway", dependencies: ["SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
+    .target(name: "SignGateway", dependencies: ["SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                                                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -160,6 +169,7 @@ if !coreOnly {
     products += [
         .library(name: "SignHummingbird", targets: ["SignHummingbird"]),
         .library(name: "SignPostgres", targets: ["SignPostgres"]),
+        .library(name: "SignDevice", targets: ["SignDevice"]),
         .library(name: "SignURLSession", targets: ["SignURLSession"]),
         .library(name: "SignAsyncHTTPClient", targets: ["SignAsyncHTTPClient"]),
         .library(name: "SignOpenAPI", targets: ["SignOpenAPI"]),
@@ -177,6 +187,8 @@ if !coreOnly {
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ]
 }
 

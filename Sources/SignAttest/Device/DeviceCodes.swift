@@ -24,5 +24,5 @@ extension SignCoreError.Code {
     public static let deviceCodes: [Self] = [
         .deviceUnknown, .deviceRevoked, .registrationMalformed, .registrationExpired, .deviceKeyMismatch,
         .appMismatch, .formatNotAccepted, .counterRepeated, .counterTooOld, .counterMissing,
-    ]
+    ] + platformCodes
 }

@@ -12,17 +12,25 @@ public struct DevicePolicy: Sendable {
     /// The levels that only a platform-attested device earns: a device challenge granting any of
     /// them is refused to a key of format `signcore` (`formatNotAccepted`).
     public var platformLevels: AttestationLevels
+    /// The verifiers of the platform formats accepted (SignDevice's App Attest and Play Integrity).
+    public var verifiers: [DeviceFormat: any PlatformVerifier]
 
-    /// Refuses (`invalidConfiguration`) no format, no app id, or a TTL outside 1-3600 s.
+    /// Refuses (`invalidConfiguration`) no format, no app id, a TTL outside 1-3600 s, and a
+    /// platform format without its verifier.
     public init(formats: Set<DeviceFormat> = [.signcore], appIDs: [String], registrationTTL: Int = 300,
-                platformLevels: AttestationLevels = []) throws(SignCoreError) {
+                platformLevels: AttestationLevels = [], verifiers: [any PlatformVerifier] = []) throws(SignCoreError) {
         guard !formats.isEmpty, !appIDs.isEmpty, appIDs.allSatisfy({ (1...DeviceRegistration.maxTextBytes).contains($0.utf8.count) }),
               Challenge.ttls ~= registrationTTL
         else { throw SignCoreError(.invalidConfiguration, "a device policy has formats, app ids of 1-256 bytes and a registration TTL of 1-3600 s") }
+        let byFormat = Dictionary(verifiers.map { ($0.format, $0) }, uniquingKeysWith: { first, _ in first })
+        guard formats.allSatisfy({ !$0.isPlatformAttested || byFormat[$0] != nil }) else {
+            throw SignCoreError(.invalidConfiguration, "a platform format is accepted only with its verifier")
+        }
         self.formats = formats
         self.appIDs = appIDs
         self.registrationTTL = registrationTTL
         self.platformLevels = platformLevels
+        self.verifiers = byFormat
     }
 }
 

@@ -24,17 +24,19 @@ extension Attestor {
         guard challenge.originDigest == AttestationScope.originDigest(origin) else {
             throw SignCoreError(.challengeScopeMismatch, "the registration challenge was issued at another origin")
         }
-        // 6-8. The key: its id, who signed, and the key the challenge is bound to.
-        let key = try registeredKey(registration, signedBy: signedBy)
+        // 6-8. The key: what proves it (its id, or the platform's attestation), who signed, and
+        // the key the challenge is bound to.
+        let key = try await registeredKey(registration, signedBy: signedBy, policy: devices.policy, now: now)
         guard challenge.keyThumbprint == Self.unbound || challenge.keyThumbprint == key.binding else {
             throw SignCoreError(.challengeKeyMismatch, "the registration challenge is bound to another key")
         }
         // 9. The app.
-        guard let appID = registration.appID, devices.policy.appIDs.contains(appID) else {
+        guard devices.policy.appIDs.contains(key.appID) else {
             throw SignCoreError(.appMismatch, "the registration names an app this server does not serve")
         }
+        let appID = key.appID
         // 10. Never a revoked key again.
-        if let held = try await devices.registry.device(keyID: registration.keyID), !held.status.verifies {
+        if let held = try await devices.registry.device(keyID: key.keyID), !held.status.verifies {
             throw SignCoreError(.deviceRevoked, "the device key has been revoked")
         }
         // 11. The challenge, once, fleet-wide.
@@ -42,7 +44,7 @@ extension Attestor {
             throw SignCoreError(.challengeRedeemed, "the registration challenge has been answered already")
         }
         // 12. The record.
-        let record = DeviceRecord(keyID: registration.keyID, format: registration.format, publicKey: key.jwk, appID: appID,
+        let record = DeviceRecord(keyID: key.keyID, format: registration.format, publicKey: key.publicKey, appID: appID,
                                   environment: key.environment, registeredAt: now)
         let stored = try await devices.registry.register(record)
         guard stored.status.verifies else { throw SignCoreError(.deviceRevoked, "the device key has been revoked") }
@@ -50,21 +52,27 @@ extension Attestor {
     }
 
     /// What a registration proves of its key (ATTEST.md §9.4 steps 6-7), by format.
-    private func registeredKey(_ registration: DeviceRegistration, signedBy: [UInt8]?) throws(SignCoreError)
-        -> (jwk: String, binding: [UInt8], environment: String) {
-        switch registration.format {
-        case .signcore:
+    private func registeredKey(_ registration: DeviceRegistration, signedBy: [UInt8]?, policy: DevicePolicy,
+                               now: UInt64) async throws(SignCoreError) -> AttestedKey {
+        var attested: AttestedKey
+        if registration.format == .signcore {
             guard let key = registration.publicKey else { throw DeviceRegistration.malformed("a signcore registration has a jwk") }
-            let thumbprint = Array(key.thumbprint.bytes)
+            let thumbprint = key.thumbprint.bytes
             guard registration.keyID == Base64URL.encode(thumbprint), key.id == registration.keyID else {
                 throw SignCoreError(.deviceKeyMismatch, "the keyId (and the jwk's kid, when it has one) is not the RFC 7638 thumbprint of the jwk")
             }
-            guard signedBy == thumbprint else {
-                throw SignCoreError(.deviceKeyMismatch, "the registration is not signed by the key it registers")
+            attested = AttestedKey(keyID: registration.keyID, publicKey: try JWK.serialize(key, includePrivate: false), binding: thumbprint,
+                                   appID: registration.appID ?? "", environment: "")
+        } else {
+            guard let verifier = policy.verifiers[registration.format] else {
+                throw SignCoreError(.formatNotAccepted, "this server does not verify registrations in this format")
             }
-            return (try JWK.serialize(key, includePrivate: false), thumbprint, "")
-        default:
-            throw SignCoreError(.formatNotAccepted, "this server does not verify registrations in this format")
+            attested = try await verifier.verifyRegistration(registration, appIDs: policy.appIDs, now: now)
         }
+        // 7. A key that signs requests signed its own registration.
+        if registration.format.signsRequests, signedBy != attested.binding {
+            throw SignCoreError(.deviceKeyMismatch, "the registration is not signed by the key it registers")
+        }
+        return attested
     }
 }
