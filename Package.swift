@@ -110,6 +110,7 @@ let servers: [Target] = [
                 resources: [.copy("Fixtures")]),
     // The verifying reverse proxy.
     .target(name: "SignGateway", dependencies: ["SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
+                                                .product(name: "X509", package: "swift-certificates"),
                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                                                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

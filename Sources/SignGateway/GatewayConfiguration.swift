@@ -1,6 +1,8 @@
 import Foundation
 import SignCore
 import SignAttest
+import SignDevice
+import X509
 import SignHTTP
 
 /// signd's configuration: one JSON file (README "signd"). Every member but `upstream` and `keys`
@@ -177,6 +179,15 @@ public struct GatewayConfiguration: Sendable, Decodable {
         /// The most keys the memory registry holds, and the verifier's key cache holds.
         public var capacity = 1_000_000
         public var cacheCapacity = 100_000
+        /// Apple App Attest (format `apple-app-attest`).
+        public var appAttest = AppAttest()
+    }
+
+    public struct AppAttest: Sendable, Decodable {
+        /// PEM files of the roots trusted; none: Apple's App Attest root.
+        public var roots: [String] = []
+        /// `production`, `development`, or both.
+        public var environments: [String] = ["production"]
     }
 
     public struct Challenge: Sendable, Decodable {
@@ -523,11 +534,11 @@ extension GatewayConfiguration.Attestation {
 extension GatewayConfiguration.Devices {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["formats", "appIds", "registrationTTL", "platformLevels", "endpoint", "counterField", "store", "table",
-                                     "capacity", "cacheCapacity"])
+                                     "capacity", "cacheCapacity", "appAttest"])
         appIds = try c.required("appIds")
         try c.set(&formats, "formats"); try c.set(&registrationTTL, "registrationTTL"); try c.set(&platformLevels, "platformLevels")
         try c.set(&endpoint, "endpoint"); try c.set(&counterField, "counterField"); try c.set(&store, "store"); try c.set(&table, "table")
-        try c.set(&capacity, "capacity"); try c.set(&cacheCapacity, "cacheCapacity")
+        try c.set(&capacity, "capacity"); try c.set(&cacheCapacity, "cacheCapacity"); try c.set(&appAttest, "appAttest")
         func refuse(_ member: String, _ allowed: String) -> SignCoreError {
             SignCoreError(.invalidConfiguration, "configuration: attestation.devices.\(member) is \(allowed)")
         }
@@ -544,10 +555,38 @@ extension GatewayConfiguration.Devices {
     func policy() throws(SignCoreError) -> DevicePolicy {
         do {
             return try DevicePolicy(formats: Set(formats.map(DeviceFormat.init(rawValue:))), appIDs: appIds, registrationTTL: registrationTTL,
-                                    platformLevels: try GatewayConfiguration.levels(platformLevels, member: "attestation.devices.platformLevels"))
+                                    platformLevels: try GatewayConfiguration.levels(platformLevels, member: "attestation.devices.platformLevels"),
+                                    verifiers: formats.contains(DeviceFormat.appleAppAttest.rawValue) ? [try appAttest.verifier()] : [])
         } catch {
             throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices: \(error.detail)")
         }
+    }
+}
+
+extension GatewayConfiguration.AppAttest {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["roots", "environments"])
+        try c.set(&roots, "roots"); try c.set(&environments, "environments")
+    }
+
+    func verifier() throws(SignCoreError) -> AppAttestVerifier {
+        var chosen = Set<AppAttestVerifier.Environment>()
+        for name in environments {
+            guard let environment = AppAttestVerifier.Environment(rawValue: name) else {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.appAttest.environments are production and development")
+            }
+            chosen.insert(environment)
+        }
+        guard !chosen.isEmpty else { throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.appAttest.environments is not empty") }
+        var certificates: [Certificate] = []
+        for path in roots {
+            do {
+                certificates.append(try Certificate(pemEncoded: String(contentsOfFile: path, encoding: .utf8)))
+            } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.appAttest.roots: \(path) is not a PEM certificate")
+            }
+        }
+        return AppAttestVerifier(roots: certificates.isEmpty ? [AppAttestVerifier.appleRoot] : certificates, environments: chosen)
     }
 }
 

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
 import SignAsyncHTTPClient
 @_spi(SignCoreTools) import SignCore
 import SignAttest
@@ -193,6 +194,135 @@ import Testing
             let second = try await register(at: ports[1], challenge: once)
             #expect(first.0 == 201 && second.0 == 409 && second.1 == 88)
             #expect(upstream.all.isEmpty)
+        }
+    }
+}
+
+/// App Attest through signd (docs/ATTEST.md §9.7): a seed 003 registration (unsigned JSON, the
+/// attestation made at test time by scripts/device-fixtures under a test root), then the platform
+/// level earned by an assertion over the 428's challenge; a replayed counter, a tampered
+/// assertion and a revoked key refused, none reaching the upstream.
+@Suite(.serialized) struct GatewayAppAttestTests {
+    static let app = "TEAM123456.com.example.app"
+
+    struct Made: Decodable {
+        let root: String
+        let authority: [String: String]
+        let registrations: [String: Registration]
+        let assertions: [Assertion]
+        struct Registration: Decodable { let token: String, keyId: String, privateKey: String }
+        struct Assertion: Decodable { let token: String }
+    }
+
+    static func make(_ request: [String: Any]) throws -> Made {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/device-fixtures")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return try JSONDecoder().decode(Made.self, from: data)
+    }
+
+    @Test func registerThenEarnThePlatformLevelWithAnAssertion() async throws {
+        let server = try PostgresServer.start()
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        let client = try SigningKey.generate(.ed25519)
+        let keys = try folder.writeKeys([client.publicOnly()])
+        let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
+        // The test CA (made by a first run of the independent implementation), trusted by signd.
+        let authority = try Self.make(["appId": Self.app, "registrations": []]).authority
+        let rootFile = folder.path + "/appattest-root.pem"
+        try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                "origin": ["scheme": "https", "authority": "gateway.test"],
+                "replay": GatewayFleetTests.postgresReplay(server),
+                "attestation": ["keys": attestKeys, "store": "postgres", "challenges": [["kind": "device", "levels": [15]]],
+                                "devices": ["appIds": [Self.app], "store": "postgres", "platformLevels": [15],
+                                            "formats": ["signcore", "apple-app-attest"],
+                                            "appAttest": ["roots": [rootFile], "environments": ["development"]]]] as [String: Any],
+                "policy": ["routes": [["route": "/platform/**", "signature": "require", "attestation": ["mode": "require", "levels": [15]]]]],
+            ])
+            try await withGateway(json) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                func send(_ method: HTTPMethod, _ path: String, body: String? = nil, signed: Bool = false,
+                          fields: [(String, String)] = []) async throws -> (status: UInt, code: Int?, body: [UInt8], challenge: String?) {
+                    var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
+                    request.method = method
+                    request.headers.add(name: "host", value: "gateway.test")
+                    for (name, value) in fields { request.headers.add(name: name, value: value) }
+                    if signed {
+                        let signer = try Signer(key: client, coveredHeaders: fields.map { $0.0 })
+                        let headers = try signer.sign(method: RequestMethod(token: method.rawValue), url: "https://gateway.test" + path,
+                                                      body: Array((body ?? "").utf8), headers: fields.map { HeaderField($0.0, $0.1) })
+                        request.headers.add(name: "whash", value: headers.whash)
+                        request.headers.add(name: "wtoken", value: headers.wtoken)
+                    }
+                    if let body { request.body = .bytes(ByteBuffer(string: body)) }
+                    let response = try await http.execute(request, timeout: .seconds(10))
+                    let bytes = Array(buffer: try await response.body.collect(upTo: 1 << 16))
+                    return (response.status.code, GatewayDeviceTests.code(response), bytes, response.headers.first(name: "attest-challenge"))
+                }
+                func object(_ bytes: [UInt8]) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:] }
+
+                // 1. Registration, seed 003's JSON, unsigned: a challenge, an attestation made over its text.
+                let issued = try await send(.GET, "/.well-known/signcore/devices/challenge")
+                let registrationChallenge = try #require(object(issued.body)["challenge"] as? String)
+                let made = try Self.make(["appId": Self.app, "authority": authority,
+                                          "registrations": [["name": "phone", "challenge": registrationChallenge, "variant": "valid"]]])
+                let phone = try #require(made.registrations["phone"])
+                let registration = #"{"platform":"ios","format":"apple-app-attest","keyId":"\#(phone.keyId)","challenge":"\#(registrationChallenge)","token":"\#(phone.token)"}"#
+                let registered = try await send(.POST, "/.well-known/signcore/devices", body: registration)
+                #expect(registered.status == 201, "\(String(decoding: registered.body, as: UTF8.self))")
+                #expect(object(registered.body)["keyId"] as? String == phone.keyId)
+                // The same registration again: its challenge is spent.
+                #expect(try await send(.POST, "/.well-known/signcore/devices", body: registration).code == 88)
+
+                // 2. The platform level: a 428 whose device challenge the App Attest key asserts.
+                func assertion(over challenge: String, counter: Int, variant: String = "valid") throws -> String {
+                    let made = try Self.make(["appId": Self.app, "authority": authority, "registrations": [],
+                                              "assertions": [["privateKey": phone.privateKey, "clientData": challenge, "counter": counter, "variant": variant]]])
+                    return try #require(made.assertions.first).token
+                }
+                func attest(_ challenge: String, _ token: String) async throws -> (status: UInt, code: Int?, body: [UInt8], challenge: String?) {
+                    let body = #"{"challenge":"\#(challenge)","format":"apple-app-attest","keyId":"\#(phone.keyId)","token":"\#(token)"}"#
+                    return try await send(.POST, "/.well-known/signcore/attest", body: body, signed: true)
+                }
+                let first = try await send(.GET, "/platform/x", signed: true)
+                #expect(first.status == 428 && first.code == 80)
+                let d1 = try #require(first.challenge)
+                let redeemed = try await attest(d1, try assertion(over: d1, counter: 1))
+                #expect(redeemed.status == 200, "\(String(decoding: redeemed.body, as: UTF8.self))")
+                let token = try #require(object(redeemed.body)["token"] as? String)
+                let passed = try await send(.GET, "/platform/x", signed: true, fields: [("attest-token", token)])
+                #expect(passed.status == 200)
+                #expect(upstream.all.last?.fields.contains("signcore-attestation: \(1 << 15)") == true)
+
+                // 3. Refusals: a counter seen already, an assertion over another challenge, a tampered one.
+                let d2 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
+                #expect(try await attest(d2, try assertion(over: d2, counter: 1)).code == 107)
+                let d3 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
+                #expect(try await attest(d3, try assertion(over: d2, counter: 5)).code == 115)
+                let d4 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
+                #expect(try await attest(d4, try assertion(over: d4, counter: 6, variant: "tampered")).code == 115)
+                // 4. Revoked: refused from then on.
+                let operatorView = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: quietLogger)
+                #expect(try await operatorView.revokeDevice(keyID: phone.keyId))
+                let d5 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
+                #expect(try await attest(d5, try assertion(over: d5, counter: 7)).code == 101)
+                #expect(upstream.all.map(\.path) == ["/platform/x"])
+            }
         }
     }
 }

@@ -14,4 +14,25 @@ extension Attestor {
             throw SignCoreError(.formatNotAccepted, "these levels are earned only by a platform-attested device")
         }
     }
+
+    /// ATTEST.md §9.6 step 7 with an assertion: the key id names an active registered key of the
+    /// assertion's format, and the assertion verifies over the challenge's text under it. Returns
+    /// the key id (as the registry keeps it) and the assertion's counter, recorded after step 8.
+    func checkAssertion(_ assertion: AttestRequest.PlatformAssertion, challenge: Challenge) async throws(SignCoreError)
+        -> (keyID: String, value: UInt64) {
+        let devices = try configuredDevices()
+        guard let verifier = devices.policy.verifiers[assertion.format], devices.policy.formats.contains(assertion.format) else {
+            throw SignCoreError(.formatNotAccepted, "this server does not accept assertions in this format")
+        }
+        guard let bytes = DeviceRegistration.decodeBase64(Array(assertion.keyID.utf8)), bytes.count == 32 else {
+            throw SignCoreError(.attestationMalformed, "an App Attest keyId is the base64 of 32 bytes")
+        }
+        let keyID = DeviceRegistration.base64(bytes)
+        guard let record = try await devices.registry.device(keyID: keyID), record.format == assertion.format else {
+            throw SignCoreError(.deviceUnknown, "no registered key of this format has this id")
+        }
+        guard record.status.verifies else { throw SignCoreError(.deviceRevoked, "the device key has been revoked") }
+        let counter = try verifier.verifyAssertion(assertion.token, clientData: Array(challenge.text.utf8), record: record)
+        return (keyID, counter)
+    }
 }

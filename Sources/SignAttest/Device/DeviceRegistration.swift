@@ -87,4 +87,17 @@ extension DeviceRegistration {
         }
         return Base64URL.decode(String(decoding: translated, as: UTF8.self))
     }
+
+    /// Standard base64, padded (RFC 4648 §4): how App Attest writes key ids, and how the
+    /// registry keeps them.
+    public static func base64(_ bytes: [UInt8]) -> String {
+        let url = Base64URL.encode(bytes).utf8.map { byte -> UInt8 in
+            switch byte {
+            case UInt8(ascii: "-"): UInt8(ascii: "+")
+            case UInt8(ascii: "_"): UInt8(ascii: "/")
+            default: byte
+            }
+        }
+        return String(decoding: url, as: UTF8.self) + String(repeating: "=", count: (3 - bytes.count % 3) % 3)
+    }
 }

@@ -7,10 +7,26 @@ public struct AttestRequest: Sendable, Equatable {
 
     public let challenge: Challenge
     public let answer: [UInt8]
+    /// A platform assertion answering a device challenge (ATTEST.md §9.6), when the body has one.
+    public let assertion: PlatformAssertion?
 
-    public init(challenge: Challenge, answer: [UInt8]) {
+    /// An assertion by a registered platform key (App Attest): its format, key id and token.
+    public struct PlatformAssertion: Sendable, Equatable {
+        public let format: DeviceFormat
+        public let keyID: String
+        public let token: [UInt8]
+
+        public init(format: DeviceFormat, keyID: String, token: [UInt8]) {
+            self.format = format
+            self.keyID = keyID
+            self.token = token
+        }
+    }
+
+    public init(challenge: Challenge, answer: [UInt8], assertion: PlatformAssertion? = nil) {
         self.challenge = challenge
         self.answer = answer
+        self.assertion = assertion
     }
 
     /// Reads a body (ATTEST.md §4.2, §4.3 step 1): over 4096 bytes is `bodyTooLarge`; anything
@@ -22,7 +38,8 @@ public struct AttestRequest: Sendable, Equatable {
         do { object = try JSONObject(bytes: body, maxBytes: Self.maxBytes) } catch {
             throw SignCoreError(.attestationMalformed, "an attest request is a JSON object")
         }
-        guard case .string(let challengeText)? = object["challenge"] else {
+        // Seed 003's assertion names the challenge `payload`.
+        guard case .string(let challengeText)? = object["challenge"] ?? object["payload"] else {
             throw SignCoreError(.attestationMalformed, "an attest request has the string member challenge")
         }
         challenge = try Challenge(parsing: String(decoding: challengeText, as: UTF8.self))
@@ -32,15 +49,33 @@ public struct AttestRequest: Sendable, Equatable {
                   answer.count == 8 * challenge.count
             else { throw SignCoreError(.attestationMalformed, "the answer is base64url of 8 bytes per sub-solution") }
             self.answer = answer
+            assertion = nil
         case .device:
             answer = []  // the signed request of a registered key is the answer (ATTEST.md §9.6); `answer` is not read
+            assertion = try Self.assertion(in: object)
         default:
             throw SignCoreError(.attestationMalformed, "a registration challenge is answered at the device endpoint, not here")
         }
     }
 
+    /// ATTEST.md §9.6: `format` names a platform whose keys assert (`apple-app-attest`), with
+    /// `keyId` and `token` (base64); without `format`, none.
+    static func assertion(in object: JSONObject) throws(SignCoreError) -> PlatformAssertion? {
+        guard let member = object["format"] else { return nil }
+        guard case .string(let name) = member else { throw SignCoreError(.attestationMalformed, "format is a string") }
+        let format = DeviceFormat(rawValue: String(decoding: name, as: UTF8.self))
+        guard format == .appleAppAttest else { throw SignCoreError(.formatNotAccepted, "only App Attest keys answer a challenge with an assertion") }
+        guard case .string(let keyID)? = object["keyId"], (1...256).contains(keyID.count),
+              case .string(let text)? = object["token"], let token = DeviceRegistration.decodeBase64(text), !token.isEmpty
+        else { throw SignCoreError(.attestationMalformed, "an assertion has a keyId and a base64 token") }
+        return PlatformAssertion(format: format, keyID: String(decoding: keyID, as: UTF8.self), token: token)
+    }
+
     /// The body a client sends: `{"challenge":"…","answer":"…"}` (both base64url, no escapes).
     public var body: [UInt8] {
+        if let assertion {
+            return Array(#"{"challenge":"\#(challenge.text)","format":"\#(assertion.format.rawValue)","keyId":"\#(assertion.keyID)","token":"\#(Base64URL.encode(assertion.token))"}"#.utf8)
+        }
         guard challenge.kind == .proofOfWork else { return Array("{\"challenge\":\"\(challenge.text)\"}".utf8) }
         return Array("{\"challenge\":\"\(challenge.text)\",\"answer\":\"\(Base64URL.encode(answer))\"}".utf8)
     }

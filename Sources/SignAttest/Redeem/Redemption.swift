@@ -31,8 +31,11 @@ extension Attestor {
         guard challenge.keyThumbprint == keyThumbprint else {
             throw SignCoreError(.challengeKeyMismatch, "the challenge was issued to another key")
         }
-        // 7. The answer: the work, or a registered device's key (ATTEST.md §9.6).
-        if challenge.kind == .device {
+        // 7. The answer: the work, a registered device's key, or its platform's assertion (ATTEST.md §9.6).
+        var counter: (keyID: String, value: UInt64)?
+        if let assertion = request.assertion {
+            counter = try await checkAssertion(assertion, challenge: challenge)
+        } else if challenge.kind == .device {
             try await checkDevice(keyThumbprint: keyThumbprint, levels: challenge.levels)
         } else if !ProofOfWork.isValid(request.answer, for: challenge) {
             throw SignCoreError(.wrongAnswer, "the answer does not solve the challenge")
@@ -40,6 +43,10 @@ extension Attestor {
         // 8. Redeemed once, fleet-wide.
         guard try await redemptions.redeem(challenge.id, expiresAt: challenge.expiresAt.addingSaturated(skew), now: now) else {
             throw SignCoreError(.challengeRedeemed, "the challenge has been redeemed already")
+        }
+        // 9. An assertion's counter, in the registered key's window (ATTEST.md §9.5).
+        if let counter, let devices {
+            try await devices.registry.observe(keyID: counter.keyID, counter: counter.value, now: now)
         }
         return try AttestationToken(levels: challenge.levels, issuedAt: now, ttl: tokenTTL, keyThumbprint: keyThumbprint,
                                     originDigest: challenge.originDigest, key: tokenKey)

@@ -95,7 +95,7 @@ public struct AppAttestVerifier: PlatformVerifier {
         // 9. The credential id is the key id.
         guard authData.credentialID == keyID else { throw SignCoreError(.deviceKeyMismatch, "the credential id is not the keyId") }
         let jwk = #"{"kty":"EC","crv":"P-256","x":"\#(Base64URL.encode(Array(point[1..<33])))","y":"\#(Base64URL.encode(Array(point[33..<65])))"}"#
-        return AttestedKey(keyID: Data(keyID).base64EncodedString(), publicKey: jwk, binding: keyID, appID: appID,
+        return AttestedKey(keyID: DeviceRegistration.base64(keyID), publicKey: jwk, binding: keyID, appID: appID,
                            environment: environment.rawValue)
     }
 
