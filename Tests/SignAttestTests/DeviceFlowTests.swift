@@ -187,7 +187,7 @@ import SignAttest
     }
 
     @Test func codesHaveTheirStatusAndAdvice() {
-        #expect(SignCoreError.Code.deviceCodes.map(\.rawValue) == Array(100...109))
+        #expect(SignCoreError.Code.deviceCodes.map(\.rawValue) == Array(100...116))
         #expect(SignCoreError.Code.deviceCodes.allSatisfy { SignCoreError.Code.Range.devices ~= $0.rawValue })
         #expect(SignCoreError.Code.deviceUnknown.advice == .register && SignCoreError.Code.deviceUnknown.status == 428)
         #expect(SignCoreError.Advice.register.isRetryable)

@@ -112,7 +112,9 @@ import Testing
             let body = test.bodyHex.map(Self.bytes(hex:)) ?? Array((test.body ?? "").utf8)
             var record: DeviceRecord?, error: String?
             do {
-                let policy = try DevicePolicy(formats: Set(test.formats.map(DeviceFormat.init(rawValue:))), appIDs: test.appIds)
+                let formats = Set(test.formats.map(DeviceFormat.init(rawValue:)))
+                let policy = try DevicePolicy(formats: formats, appIDs: test.appIds,
+                                              verifiers: formats.filter(\.isPlatformAttested).map(UnverifiedPlatform.init))
                 let attestor = try Attestor(keys: AttestationKeys(test.serverKeys.map(Self.file.key)), redemptions: store, skew: test.skew ?? 5000,
                                             devices: Devices(registry: registry, policy: policy))
                 let signedBy = try test.signedBy.map { try Self.file.key($0).thumbprint.bytes }
@@ -131,6 +133,16 @@ import Testing
             let id = try #require(SHA256Digest(bytes: Self.bytes(hex: expected.id)))
             #expect(try await !store.redeem(id, expiresAt: .max, now: 0), "\(context): the challenge id is recorded")
             #expect(try await registry.device(keyID: stored.keyID) == stored, "\(context)")
+        }
+    }
+
+    /// The vectors pin a registration up to its platform's own check (§9.4 step 6, §9.7-§9.8,
+    /// tested with the platforms' artefacts in SignDeviceTests): a platform format reaches it,
+    /// and is refused there as by a server that verifies none of it.
+    struct UnverifiedPlatform: PlatformVerifier {
+        let format: DeviceFormat
+        func verifyRegistration(_ registration: DeviceRegistration, appIDs: [String], now: UInt64) async throws(SignCoreError) -> AttestedKey {
+            throw SignCoreError(.formatNotAccepted, "this server does not verify registrations in this format")
         }
     }
 
