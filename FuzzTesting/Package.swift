@@ -7,7 +7,9 @@ let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerif
 // The HTTP layer's targets: SignHTTP on swift-http-types' requests.
 let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "FuzzReceivedRefusal"]
 // The attestation flow's parsers (docs/ATTEST.md).
-let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest"]
+let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest", "FuzzDeviceRegistration"]
+// The platforms' attestation parsers (docs/ATTEST.md §9.7-§9.8): SignDevice, with swift-certificates.
+let deviceFuzzers = ["FuzzCBOR", "FuzzAppAttest"]
 
 let package = Package(
     name: "FuzzTesting",
@@ -34,6 +36,13 @@ let package = Package(
         .executableTarget(
             name: name,
             dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignAttest", package: "SignCore")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    } + deviceFuzzers.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignAttest", package: "SignCore"),
+                           .product(name: "SignDevice", package: "SignCore")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         )
     },

@@ -111,6 +111,11 @@ import X509
 
     /// Runs scripts/device-fixtures with `request`.
     static func make(_ request: [String: Any]) throws -> Fixtures {
+        try JSONDecoder().decode(Fixtures.self, from: try run(request))
+    }
+
+    /// scripts/device-fixtures' output for `request`.
+    static func run(_ request: [String: Any]) throws -> Data {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("scripts/device-fixtures")
         let process = Process()
@@ -125,7 +130,7 @@ import X509
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "scripts/device-fixtures failed (python3 with cryptography, cbor2 and pyattest: scripts/setup)")
-        return try JSONDecoder().decode(Fixtures.self, from: data)
+        return data
     }
 
     /// Each variant: SignCore's code, and pyattest's verdict for the same object.

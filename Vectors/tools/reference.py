@@ -2400,8 +2400,9 @@ def parse_registration(body: bytes) -> dict:
     """ATTEST §9.4 step 1: at most 16384 bytes (bodyTooLarge); JSON under SPEC §6.1's document
     rules, an object; string members of 1-256 bytes format (a format of §9.1, else
     formatNotAccepted), platform (optional), keyId, challenge (type 2), appId (required for
-    signcore); jwk (signing formats: a public Ed25519 or P-256 JWK); token (platform formats:
-    base64 of at least one byte). Anything else is registrationMalformed."""
+    signcore); jwk (signing formats: a public Ed25519 or P-256 JWK); token (apple-app-attest:
+    base64 of at least one byte; android-play-integrity: text of at least one character).
+    Anything else is registrationMalformed."""
     if len(body) > MAX_REGISTRATION_BODY:
         raise SpecError("bodyTooLarge")
     try:
@@ -2440,12 +2441,16 @@ def parse_registration(body: bytes) -> dict:
         if key.alg == "HS256" or key.private is not None:
             raise SpecError("registrationMalformed")
     token = None
-    if fmt in PLATFORM_FORMATS:
+    if fmt == "apple-app-attest":  # the attestation object, base64
         try:
             token = decode_base64(doc["token"]) if isinstance(doc.get("token"), str) else None
         except ValueError:
             token = None
         if not token:
+            raise SpecError("registrationMalformed")
+    elif fmt == "android-play-integrity":  # the integrity token's text
+        token = doc.get("token")
+        if not isinstance(token, str) or not token:
             raise SpecError("registrationMalformed")
     return dict(format=fmt, keyId=key_id, challenge=challenge, appId=app_id, key=key, token=token)
 
@@ -2697,6 +2702,10 @@ def generate_device():
                  formats=DEVICE_FORMATS)
     add_register("§9.4 step 1: a token that is not base64", "registrationMalformed",
                  body(fmt="apple-app-attest", extra=',"token":"a*b"').replace(',"token":"x"', ''), formats=DEVICE_FORMATS)
+    add_register("§9.4 step 1: android-play-integrity's token is text, not base64", "formatNotAccepted",
+                 body(fmt="android-play-integrity", extra=',"token":"eyJ.a.b.c.d"'), formats=("signcore",))
+    add_register("§9.4 step 1: android-play-integrity's token is not empty", "registrationMalformed",
+                 body(fmt="android-play-integrity", extra=',"token":""'), formats=("signcore",))
     add_register("§9.4 step 1: android-play-integrity brings a jwk too", "registrationMalformed",
                  body(fmt="android-play-integrity", jwk='{"kty":"EC"}', extra=',"token":"AAEC+/8="'), formats=("signcore",))
     add_register("§9.4 step 1: apple-app-attest's jwk is not read; its token is (either alphabet, padded)", "formatNotAccepted",

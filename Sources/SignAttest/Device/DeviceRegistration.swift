@@ -15,7 +15,8 @@ public struct DeviceRegistration: Sendable {
     /// The registering key, for format `signcore` (and the key a Play Integrity verdict vouches for).
     public let publicKey: SigningKey?
     public let appID: String?
-    /// The platform's attestation (`token`), for the platform formats.
+    /// The platform's attestation (`token`), for the platform formats: App Attest's object
+    /// (decoded from base64), Play Integrity's token text.
     public let token: [UInt8]?
 
     /// Reads a body (ATTEST.md §9.4 step 1): over 16384 bytes is `bodyTooLarge`; a format this
@@ -56,12 +57,20 @@ public struct DeviceRegistration: Sendable {
         } else {
             publicKey = nil
         }
-        if format.isPlatformAttested {
+        switch format {
+        case .appleAppAttest:
+            // App Attest's attestation object, base64.
             guard case .string(let tokenText)? = object["token"], let token = Self.decodeBase64(tokenText), !token.isEmpty else {
                 throw Self.malformed("the registration's token is base64")
             }
             self.token = token
-        } else {
+        case .androidPlayIntegrity:
+            // Play Integrity's token as the platform wrote it (a JWE in compact form).
+            guard case .string(let tokenText)? = object["token"], !tokenText.isEmpty else {
+                throw Self.malformed("the registration's token is the integrity token's text")
+            }
+            token = tokenText
+        default:
             token = nil
         }
     }

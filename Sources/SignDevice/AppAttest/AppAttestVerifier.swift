@@ -56,13 +56,9 @@ public struct AppAttestVerifier: PlatformVerifier {
     /// `keyID`, checked at `time`.
     public func verifyAttestation(_ object: [UInt8], clientData: [UInt8], keyID: [UInt8], appIDs: [String],
                                   at time: Date) async throws(SignCoreError) -> AttestedKey {
-        // 0. The object: CBOR {fmt: "apple-appattest", attStmt: {x5c: [credCert, CA…], receipt}, authData}.
-        guard let cbor = try? CBOR(decoding: object), cbor["fmt"] == .text("apple-appattest"),
-              let chain = cbor["attStmt"]?["x5c"]?.arrayValue, (2...Self.maxChain).contains(chain.count),
-              let der = Optional(chain.compactMap(\.bytesValue)), der.count == chain.count,
-              let certificates = try? der.map({ try Certificate(derEncoded: $0) }),
-              let authBytes = cbor["authData"]?.bytesValue, let authData = AuthenticatorData(authBytes, attested: true)
-        else { throw SignCoreError(.platformTokenMalformed, "the token is not an App Attest attestation object") }
+        // 0. The object.
+        let attestation = try AttestationObject(object)
+        let (certificates, authBytes, authData) = (attestation.certificates, attestation.authenticatorData, attestation.authData)
         let credential = certificates[0]
         // 1. The chain, from the credential certificate to a trusted root.
         var verifier = X509.Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(validationTime: time) }
@@ -97,6 +93,33 @@ public struct AppAttestVerifier: PlatformVerifier {
         let jwk = #"{"kty":"EC","crv":"P-256","x":"\#(Base64URL.encode(Array(point[1..<33])))","y":"\#(Base64URL.encode(Array(point[33..<65])))"}"#
         return AttestedKey(keyID: DeviceRegistration.base64(keyID), publicKey: jwk, binding: keyID, appID: appID,
                            environment: environment.rawValue)
+    }
+
+    /// An attestation object read (docs/ATTEST.md §9.7 step 0): CBOR {fmt: "apple-appattest",
+    /// attStmt: {x5c: [credCert, CA…], receipt}, authData}, its certificates parsed, its
+    /// authenticator data with the attested credential data. `platformTokenMalformed` otherwise.
+    public struct AttestationObject: Sendable {
+        public let certificates: [Certificate]
+        public let authenticatorData: [UInt8]
+        let authData: AuthenticatorData
+
+        public init(_ object: [UInt8]) throws(SignCoreError) {
+            guard let cbor = try? CBOR(decoding: object), cbor["fmt"] == .text("apple-appattest"),
+                  let chain = cbor["attStmt"]?["x5c"]?.arrayValue, (2...AppAttestVerifier.maxChain).contains(chain.count),
+                  let der = Optional(chain.compactMap(\.bytesValue)), der.count == chain.count,
+                  let certificates = try? der.map({ try Certificate(derEncoded: $0) }),
+                  let authBytes = cbor["authData"]?.bytesValue, let authData = AuthenticatorData(authBytes, attested: true)
+            else { throw SignCoreError(.platformTokenMalformed, "the token is not an App Attest attestation object") }
+            self.certificates = certificates
+            authenticatorData = authBytes
+            self.authData = authData
+        }
+
+        /// The RP ID hash, counter, AAGUID and credential id of the authenticator data.
+        public var rpIDHash: [UInt8] { authData.rpIDHash }
+        public var counter: UInt32 { authData.counter }
+        public var aaguid: [UInt8]? { authData.aaguid }
+        public var credentialID: [UInt8]? { authData.credentialID }
     }
 
     /// An assertion (docs/ATTEST.md §9.7): CBOR {signature, authenticatorData}, the signature an
