@@ -144,7 +144,7 @@ let servers: [Target] = [
         .product(name: "NIOHTTP1", package: "swift-nio"),
     ]),
     .testTarget(name: "SignGatewayTests", dependencies: [
-        "SignCore", "SignAttest", "SignHTTP", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
+        "SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
         hummingbird, httpTypes, logging, .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

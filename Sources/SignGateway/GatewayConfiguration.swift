@@ -181,6 +181,18 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var cacheCapacity = 100_000
         /// Apple App Attest (format `apple-app-attest`).
         public var appAttest = AppAttest()
+        /// Google Play Integrity (format `android-play-integrity`); needed when that format is accepted.
+        public var playIntegrity: PlayIntegrity?
+    }
+
+    public struct PlayIntegrity: Sendable, Decodable {
+        /// Files holding the Play Console's decryption key and verification key (base64, as the console shows them).
+        public var decryptionKeyFile: String
+        public var verificationKeyFile: String
+        /// SHA-256 digests of the app's signing certificates (base64url, no padding); none: not checked.
+        public var certificateDigests: [String] = []
+        public var appVerdicts: [String] = ["PLAY_RECOGNIZED"]
+        public var deviceVerdict = "MEETS_DEVICE_INTEGRITY"
     }
 
     public struct AppAttest: Sendable, Decodable {
@@ -534,11 +546,12 @@ extension GatewayConfiguration.Attestation {
 extension GatewayConfiguration.Devices {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["formats", "appIds", "registrationTTL", "platformLevels", "endpoint", "counterField", "store", "table",
-                                     "capacity", "cacheCapacity", "appAttest"])
+                                     "capacity", "cacheCapacity", "appAttest", "playIntegrity"])
         appIds = try c.required("appIds")
         try c.set(&formats, "formats"); try c.set(&registrationTTL, "registrationTTL"); try c.set(&platformLevels, "platformLevels")
         try c.set(&endpoint, "endpoint"); try c.set(&counterField, "counterField"); try c.set(&store, "store"); try c.set(&table, "table")
         try c.set(&capacity, "capacity"); try c.set(&cacheCapacity, "cacheCapacity"); try c.set(&appAttest, "appAttest")
+        playIntegrity = try c.decodeIfPresent(GatewayConfiguration.PlayIntegrity.self, forKey: AnyKey(stringValue: "playIntegrity"))
         func refuse(_ member: String, _ allowed: String) -> SignCoreError {
             SignCoreError(.invalidConfiguration, "configuration: attestation.devices.\(member) is \(allowed)")
         }
@@ -556,10 +569,40 @@ extension GatewayConfiguration.Devices {
         do {
             return try DevicePolicy(formats: Set(formats.map(DeviceFormat.init(rawValue:))), appIDs: appIds, registrationTTL: registrationTTL,
                                     platformLevels: try GatewayConfiguration.levels(platformLevels, member: "attestation.devices.platformLevels"),
-                                    verifiers: formats.contains(DeviceFormat.appleAppAttest.rawValue) ? [try appAttest.verifier()] : [])
+                                    verifiers: try verifiers())
         } catch {
             throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices: \(error.detail)")
         }
+    }
+}
+
+extension GatewayConfiguration.Devices {
+    /// The verifiers of the platform formats accepted.
+    func verifiers() throws(SignCoreError) -> [any PlatformVerifier] {
+        var verifiers: [any PlatformVerifier] = []
+        if formats.contains(DeviceFormat.appleAppAttest.rawValue) { verifiers.append(try appAttest.verifier()) }
+        if formats.contains(DeviceFormat.androidPlayIntegrity.rawValue) {
+            guard let playIntegrity else {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.playIntegrity is needed for android-play-integrity")
+            }
+            do {
+                verifiers.append(try PlayIntegrityVerifier(decryptionKeyFile: playIntegrity.decryptionKeyFile,
+                                                           verificationKeyFile: playIntegrity.verificationKeyFile,
+                                                           certificateDigests: Set(playIntegrity.certificateDigests),
+                                                           appVerdicts: Set(playIntegrity.appVerdicts), deviceVerdict: playIntegrity.deviceVerdict))
+            } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.playIntegrity: \(error.detail)")
+            }
+        }
+        return verifiers
+    }
+}
+
+extension GatewayConfiguration.PlayIntegrity {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["decryptionKeyFile", "verificationKeyFile", "certificateDigests", "appVerdicts", "deviceVerdict"])
+        decryptionKeyFile = try c.required("decryptionKeyFile"); verificationKeyFile = try c.required("verificationKeyFile")
+        try c.set(&certificateDigests, "certificateDigests"); try c.set(&appVerdicts, "appVerdicts"); try c.set(&deviceVerdict, "deviceVerdict")
     }
 }
 

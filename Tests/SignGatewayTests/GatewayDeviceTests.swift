@@ -6,6 +6,7 @@ import NIOHTTP1
 import SignAsyncHTTPClient
 @_spi(SignCoreTools) import SignCore
 import SignAttest
+import SignDevice
 @testable import SignGateway
 import SignHTTP
 import SignTestSupport
@@ -316,13 +317,125 @@ import Testing
                 #expect(try await attest(d3, try assertion(over: d2, counter: 5)).code == 115)
                 let d4 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
                 #expect(try await attest(d4, try assertion(over: d4, counter: 6, variant: "tampered")).code == 115)
-                // 4. Revoked: refused from then on.
+                // 4. Seed 003's own assertion, unsigned: a one-time payload for the key, an assertion over it.
+                let payloadAnswer = try await send(.GET, "/.well-known/signcore/devices/payload?keyId=" + phone.keyId.replacingOccurrences(of: "+", with: "%2B")
+                                                    .replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: "=", with: "%3D"))
+                let payload = try #require(object(payloadAnswer.body)["payload"] as? String)
+                let seed = #"{"platform":"ios","format":"apple-app-attest","keyId":"\#(phone.keyId)","payload":"\#(payload)","token":"\#(try assertion(over: payload, counter: 10))"}"#
+                let verified = try await send(.POST, "/.well-known/signcore/devices/assertions", body: seed)
+                #expect(verified.status == 200 && object(verified.body)["counter"] as? Int == 10, "\(String(decoding: verified.body, as: UTF8.self))")
+                #expect(try await send(.POST, "/.well-known/signcore/devices/assertions", body: seed).code == 88)
+                // 5. Revoked: refused from then on.
                 let operatorView = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: quietLogger)
                 #expect(try await operatorView.revokeDevice(keyID: phone.keyId))
                 let d5 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
-                #expect(try await attest(d5, try assertion(over: d5, counter: 7)).code == 101)
+                #expect(try await attest(d5, try assertion(over: d5, counter: 11)).code == 101)
                 #expect(upstream.all.map(\.path) == ["/platform/x"])
             }
         }
     }
 }
+
+/// Play Integrity through signd (docs/ATTEST.md §9.8): an Android install's key registers with an
+/// integrity verdict (tokens made at test time under Play Console keys made there too), earns the
+/// platform level with its own signature, and a verdict below the policy is refused.
+@Suite(.serialized) struct GatewayPlayIntegrityTests {
+    static let package = "com.example.app"
+
+    struct Made: Decodable {
+        let playIntegrity: Play
+        struct Play: Decodable { let decryptionKey: String, verificationKey: String, certificateDigest: String, tokens: [Token] }
+        struct Token: Decodable { let token: String }
+    }
+
+/// The Play Console's keys (made by scripts/device-fixtures) and a verdict for each (nonce, variant).
+static func make(_ cases: [(String, String)]) throws -> Made.Play {
+        let request: [String: Any] = ["appId": Self.package, "registrations": [],
+                                      "playIntegrity": ["package": Self.package, "cases": cases.map { ["nonce": $0.0, "variant": $0.1] }]]
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/device-fixtures")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return try JSONDecoder().decode(Made.self, from: data).playIntegrity
+    }
+
+    @Test func anAndroidInstallRegistersWithAVerdictAndEarnsThePlatformLevel() async throws {
+        let folder = try TemporaryFolder()
+        let install = try SigningKey.loadOrCreate(file: folder.path + "/install.jwk", algorithm: .p256)
+        let keys = try folder.writeKeys([SigningKey.generate(.ed25519).publicOnly()])
+        let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let decryptionFile = folder.path + "/play-decryption.txt", verificationFile = folder.path + "/play-verification.txt"
+            func configuration(digest: String) -> String {
+                GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                    "origin": ["scheme": "https", "authority": "gateway.test"],
+                    "attestation": ["keys": attestKeys, "challenges": [["kind": "device", "levels": [15]]],
+                                    "devices": ["appIds": [Self.package], "platformLevels": [15], "formats": ["android-play-integrity"],
+                                                "playIntegrity": ["decryptionKeyFile": decryptionFile, "verificationKeyFile": verificationFile,
+                                                                  "certificateDigests": [digest]]]] as [String: Any],
+                    "policy": ["routes": [["route": "/platform/**", "signature": "require", "attestation": ["mode": "require", "levels": [15]]]]],
+                ])
+            }
+            // The verdicts are made with the Play Console's keys, which signd must trust from its start:
+            // so the registration challenges are issued first, by an Attestor holding signd's
+            // attestation keys (challenges are stateless: any holder of the keys issues ones signd accepts).
+            let issuer = try Attestor(keys: AttestationKeys(GatewayAttestationTests.serverKeys), redemptions: InMemoryRedemptionStore(),
+                                      devices: Devices(registry: InMemoryDeviceRegistry(), policy: DevicePolicy(appIDs: [Self.package])))
+            let now = UInt64(Date().timeIntervalSince1970 * 1000)
+            let challenges = try (0..<2).map { _ in try issuer.registrationChallenge(boundTo: install.thumbprint.bytes, origin: "https://gateway.test", now: now) }
+            let made = try Self.make([(PlayIntegrityVerifier.nonce(challenge: challenges[0].text, thumbprint: install.thumbprint.bytes), "noDeviceIntegrity"),
+                                 (PlayIntegrityVerifier.nonce(challenge: challenges[1].text, thumbprint: install.thumbprint.bytes), "valid")])
+            try made.decryptionKey.write(toFile: decryptionFile, atomically: true, encoding: .utf8)
+            try made.verificationKey.write(toFile: verificationFile, atomically: true, encoding: .utf8)
+            try await withGateway(configuration(digest: made.certificateDigest)) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                func send(_ method: HTTPMethod, _ path: String, body: String = "", fields: [(String, String)] = []) async throws -> (UInt, Int?, [UInt8], String?) {
+                    var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
+                    request.method = method
+                    request.headers.add(name: "host", value: "gateway.test")
+                    for (name, value) in fields { request.headers.add(name: name, value: value) }
+                    let signer = try Signer(key: install, coveredHeaders: fields.map { $0.0 })
+                    let headers = try signer.sign(method: RequestMethod(token: method.rawValue), url: "https://gateway.test" + path,
+                                                  body: Array(body.utf8), headers: fields.map { HeaderField($0.0, $0.1) })
+                    request.headers.add(name: "whash", value: headers.whash)
+                    request.headers.add(name: "wtoken", value: headers.wtoken)
+                    if !body.isEmpty { request.body = .bytes(ByteBuffer(string: body)) }
+                    let response = try await http.execute(request, timeout: .seconds(10))
+                    let bytes = Array(buffer: try await response.body.collect(upTo: 1 << 16))
+                    return (response.status.code, GatewayDeviceTests.code(response), bytes, response.headers.first(name: "attest-challenge"))
+                }
+                func registration(_ index: Int) throws -> String {
+                    #"{"platform":"android","format":"android-play-integrity","keyId":"\#(install.id)","jwk":\#(try JWK.serialize(install, includePrivate: false)),"challenge":"\#(challenges[index].text)","token":"\#(made.tokens[index].token)"}"#
+                }
+                // A device without integrity: refused, with the reason.
+                let weak = try await send(.POST, "/.well-known/signcore/devices", body: try registration(0))
+                #expect(weak.0 == 403 && weak.1 == 116)
+                // A genuine one: registered, then the platform level with the key's own signature and counter.
+                let registered = try await send(.POST, "/.well-known/signcore/devices", body: try registration(1))
+                #expect(registered.0 == 201, "\(String(decoding: registered.2, as: UTF8.self))")
+                let first = try await send(.GET, "/platform/x", fields: [("signcore-counter", "1")])
+                #expect(first.0 == 428)
+                let challenge = try #require(first.3)
+                let attested = try await send(.POST, "/.well-known/signcore/attest", body: #"{"challenge":"\#(challenge)"}"#,
+                                              fields: [("signcore-counter", "2")])
+                #expect(attested.0 == 200)
+                let token = try #require((try JSONSerialization.jsonObject(with: Data(attested.2)) as? [String: Any])?["token"] as? String)
+                let passed = try await send(.GET, "/platform/x", fields: [("attest-token", token), ("signcore-counter", "3")])
+                #expect(passed.0 == 200)
+                #expect(upstream.all.map(\.path) == ["/platform/x"])
+            }
+        }
+    }
+}
+

@@ -37,3 +37,15 @@ final class WipedStorage {
         memory.deallocate()
     }
 }
+
+/// A secret's file for the modules that hold other secrets than keys (a Play Integrity
+/// decryption key): `body` gets the file's bytes in memory that is wiped after, and may wipe the
+/// arrays it derives with `wipeSecret`.
+@_spi(SignCoreTools)
+public func withSecretFile<R>(_ path: String, _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
+    try JWK.withFile(path, body)
+}
+
+/// Zeroes an array that held secret material.
+@_spi(SignCoreTools)
+public func wipeSecret(_ bytes: inout [UInt8]) { wipe(&bytes) }

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SignAttest
-import SignCore
+@_spi(SignCoreTools) import SignCore
 
 /// Google Play Integrity (docs/ATTEST.md §9.8): a registration of an Android install's SignCore
 /// key (a keystore key, through an external signer) vouched for by an integrity verdict, decrypted
@@ -40,6 +40,22 @@ public struct PlayIntegrityVerifier: PlatformVerifier {
         self.certificateDigests = certificateDigests
         self.appVerdicts = appVerdicts
         self.deviceVerdict = deviceVerdict
+    }
+
+    /// The keys as the Play Console gives them, each in a file of its own: the decryption key's
+    /// base64 (read into memory that is wiped), the verification key's base64 (DER).
+    public init(decryptionKeyFile: String, verificationKeyFile: String, certificateDigests: Set<String> = [],
+                appVerdicts: Set<String> = ["PLAY_RECOGNIZED"], deviceVerdict: String = "MEETS_DEVICE_INTEGRITY") throws(SignCoreError) {
+        var secret = try withSecretFile(decryptionKeyFile) { (bytes) throws(SignCoreError) -> [UInt8] in
+            let text = bytes.filter { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
+            return DeviceRegistration.decodeBase64(text) ?? []
+        }
+        defer { wipeSecret(&secret) }
+        let verification = try withSecretFile(verificationKeyFile) { (bytes) throws(SignCoreError) -> [UInt8] in
+            DeviceRegistration.decodeBase64(bytes.filter { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }) ?? []
+        }
+        try self.init(decryptionKey: secret, verificationKey: verification, certificateDigests: certificateDigests, appVerdicts: appVerdicts,
+                      deviceVerdict: deviceVerdict)
     }
 
     /// The nonce the app asks the verdict for (§9.8): base64url, padded, of

@@ -11,6 +11,10 @@ extension AttestationGate {
         case challenge
         /// `POST {endpoint}`: a registration.
         case registration
+        /// `GET {endpoint}/payload?keyId=…`: a one-time payload for seed 003's assertions.
+        case payload
+        /// `POST {endpoint}/assertions`: seed 003's assertion, verified.
+        case assertion
     }
 
     /// The device endpoint's route `request` is for (its path, whatever the query); nil for
@@ -20,6 +24,8 @@ extension AttestationGate {
         let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
         if bare == deviceEndpoint { return .registration }
         if bare == deviceEndpoint + "/challenge" { return .challenge }
+        if bare == deviceEndpoint + "/payload" { return .payload }
+        if bare == deviceEndpoint + "/assertions" { return .assertion }
         return nil
     }
 
@@ -65,6 +71,38 @@ extension AttestationGate {
             let text = "{\"keyId\":\(Self.quoted(record.keyID)),\"format\":\(Self.quoted(record.format.rawValue)),"
                 + "\"appId\":\(Self.quoted(record.appID)),\"status\":\(Self.quoted(record.status.name))}"
             return Self.json(record.registeredAt == now ? .created : .ok, text)
+        } catch {
+            let refusal = refusal(error, now: now)
+            return (refusal.response, refusal.body)
+        }
+    }
+
+    /// Answers `GET {endpoint}/payload?keyId=…` (§9.6): `200 {"payload":"…","ttl":<s>}`, a
+    /// one-time payload bound to the key id (base64 or base64url of 32 bytes).
+    public func assertionPayload(for request: HTTPRequest, origin: String) -> (HTTPResponse, [UInt8]) {
+        let now = clock()
+        do throws(SignCoreError) {
+            guard request.method == .get else { throw SignCoreError(.unsupportedMethod, "a payload is asked for with GET") }
+            guard let text = Self.query(of: request, "keyId"), let keyID = Self.keyIDBytes(text) else {
+                throw SignCoreError(.attestationMalformed, "keyId is the base64 or base64url of a 32-byte key id")
+            }
+            let payload = try attestor.assertionPayload(boundTo: keyID, origin: origin, now: now)
+            return Self.json(.ok, "{\"payload\":\"\(payload.text)\",\"ttl\":\(payload.ttl)}")
+        } catch {
+            let refusal = refusal(error, now: now)
+            return (refusal.response, refusal.body)
+        }
+    }
+
+    /// Answers `POST {endpoint}/assertions` (§9.6): seed 003's assertion JSON, no signature
+    /// needed; `200 {"keyId":"…","format":"…","appId":"…","counter":<n>}` when it verifies.
+    public func verifyAssertion(_ request: HTTPRequest, body: [UInt8], origin: String) async -> (HTTPResponse, [UInt8]) {
+        let now = clock()
+        do throws(SignCoreError) {
+            guard request.method == .post else { throw SignCoreError(.unsupportedMethod, "an assertion is sent with POST") }
+            let (record, counter) = try await attestor.verifySeedAssertion(body, origin: origin, now: now)
+            return Self.json(.ok, "{\"keyId\":\(Self.quoted(record.keyID)),\"format\":\(Self.quoted(record.format.rawValue)),"
+                + "\"appId\":\(Self.quoted(record.appID)),\"counter\":\(counter)}")
         } catch {
             let refusal = refusal(error, now: now)
             return (refusal.response, refusal.body)

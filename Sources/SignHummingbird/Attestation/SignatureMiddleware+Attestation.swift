@@ -62,6 +62,11 @@ extension SignatureMiddleware {
             switch route {
             case .challenge:
                 (head, bytes) = gate.registrationChallenge(for: request.head, origin: origin)
+            case .payload:
+                (head, bytes) = gate.assertionPayload(for: request.head, origin: origin)
+            case .assertion:
+                let body = try await request.body.collectStoppingPastLimit(Int64(AttestRequest.maxBytes))
+                (head, bytes) = await gate.verifyAssertion(request.head, body: Array(buffer: body), origin: origin)
             case .registration:
                 let body = try await request.body.collectStoppingPastLimit(Int64(DeviceRegistration.maxBytes))
                 let digest = body.withUnsafeReadableBytes { Verification.Digest.digest(of: $0) }
