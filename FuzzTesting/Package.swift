@@ -9,7 +9,7 @@ let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "
 // The attestation flow's parsers (docs/ATTEST.md).
 let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest", "FuzzDeviceRegistration"]
 // The platforms' attestation parsers (docs/ATTEST.md §9.7-§9.8): SignDevice, with swift-certificates.
-let deviceFuzzers = ["FuzzCBOR", "FuzzAppAttest"]
+let deviceFuzzers = ["FuzzCBOR", "FuzzAppAttest", "FuzzPlayIntegrity"]
 
 let package = Package(
     name: "FuzzTesting",

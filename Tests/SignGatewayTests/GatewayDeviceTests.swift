@@ -336,6 +336,93 @@ import Testing
     }
 }
 
+/// The app's App Attest key behind the hook a real app implements with DCAppAttestService; here
+/// the independent implementation (scripts/device-fixtures) holds the key and makes its
+/// attestations and assertions.
+final class ScriptAsserter: PlatformAsserter {
+    let format = DeviceFormat.appleAppAttest
+    let keyID: String
+    let privateKey: String
+    let authority: [String: String]
+    let counter = Locked(0)
+
+    init(authority: [String: String]) throws {
+        let made = try GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority,
+                                                   "registrations": [["name": "key", "challenge": "-", "variant": "valid"]]])
+        let key = try #require(made.registrations["key"])
+        keyID = key.keyId
+        privateKey = key.privateKey
+        self.authority = authority
+    }
+
+    func attestation(clientData: [UInt8]) async throws(SignCoreError) -> [UInt8] {
+        do {
+            let made = try GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority,
+                                                       "registrations": [["name": "key", "challenge": String(decoding: clientData, as: UTF8.self),
+                                                                          "variant": "valid", "privateKey": privateKey]]])
+            let token = try #require(made.registrations["key"]).token
+            return Array(try #require(Data(base64Encoded: token)))
+        } catch { throw SignCoreError(.cryptoFailure, "the test's App Attest could not attest") }
+    }
+
+    func assertion(clientData: [UInt8]) async throws(SignCoreError) -> [UInt8] {
+        let next = counter.withLock { value -> Int in
+            value += 1
+            return value
+        }
+        do {
+            let made = try GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority, "registrations": [],
+                                                       "assertions": [["privateKey": privateKey, "clientData": String(decoding: clientData, as: UTF8.self),
+                                                                       "counter": next, "variant": "valid"]]])
+            let token = try #require(made.assertions.first).token
+            return Array(try #require(Data(base64Encoded: token)))
+        } catch { throw SignCoreError(.cryptoFailure, "the test's App Attest could not assert") }
+    }
+}
+
+extension GatewayAppAttestTests {
+    /// A client with an App Attest hook: its request to a platform route is answered with a 428,
+    /// its key turns out not to be registered, the client registers it (attestation through the
+    /// hook) and answers with an assertion; the request arrives with the platform level. The app
+    /// writes no 428 or registration handling.
+    @Test func aClientWithAnAppAttestHookRegistersAndAssertsByItself() async throws {
+        let folder = try TemporaryFolder()
+        let client = try SigningKey.generate(.ed25519)
+        let keys = try folder.writeKeys([client.publicOnly()])
+        let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
+        let authority = try Self.make(["appId": Self.app, "registrations": []]).authority
+        let rootFile = folder.path + "/appattest-root.pem"
+        try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
+        let asserter = try ScriptAsserter(authority: authority)
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                "origin": ["scheme": "http"],
+                "attestation": ["keys": attestKeys, "challenges": [["kind": "device", "levels": [15]]],
+                                "devices": ["appIds": [Self.app], "platformLevels": [15], "formats": ["signcore", "apple-app-attest"],
+                                            "appAttest": ["roots": [rootFile], "environments": ["development"]]]] as [String: Any],
+                "policy": ["routes": [["route": "/platform/**", "signature": "require", "attestation": ["mode": "require", "levels": [15]]]]],
+            ])
+            try await withGateway(json) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let signing = try SigningClient(signer: Signer(key: client),
+                                                device: DeviceKeyPolicy(appID: Self.app, counter: DeviceCounter(), asserter: asserter),
+                                                attestation: AttestationPolicy())
+                let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/platform/profile"), client: signing,
+                                                      timeout: .seconds(30))
+                _ = try await response.body.collect(upTo: 1 << 16)
+                #expect(response.status == .ok)
+                #expect(upstream.all.last?.fields.contains("signcore-attestation: \(1 << 15)") == true)
+                // The token serves the next request: no second assertion.
+                let again = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/platform/other"), client: signing, timeout: .seconds(30))
+                #expect(again.status == .ok)
+                #expect(asserter.counter.withLock { $0 } == 2)  // the first refused (key not registered), the second accepted
+            }
+        }
+    }
+}
+
 /// Play Integrity through signd (docs/ATTEST.md §9.8): an Android install's key registers with an
 /// integrity verdict (tokens made at test time under Play Console keys made there too), earns the
 /// platform level with its own signature, and a verdict below the policy is refused.

@@ -82,7 +82,7 @@ public struct PlayIntegrityVerifier: PlatformVerifier {
 
     /// The verdict's payload: the JWE decrypted (`platformTokenMalformed` when it is not one, or
     /// not for this key), then the JWS verified under Google's key (`certificateUntrusted`).
-    func verdict(_ token: [UInt8]) throws(SignCoreError) -> [String: Any] {
+    public func verdict(_ token: [UInt8]) throws(SignCoreError) -> [String: Any] {
         let malformed = SignCoreError(.platformTokenMalformed, "the token is not a Play Integrity verdict for this app's keys")
         guard token.count <= Self.maxToken else { throw malformed }
         let parts = token.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)

@@ -44,7 +44,7 @@ struct AttestExchange {
         var answer = try await solve(challenge)
         var registered = false
         for _ in 0..<3 {
-            let (response, body) = try await send(.post, path: policy.endpoint, body: AttestRequest(challenge: challenge, answer: answer).body,
+            let (response, body) = try await send(.post, path: policy.endpoint, body: try await request(challenge, answer: answer).body,
                                                   token: token)
             if response.status == .ok {
                 let answered = try AttestResponse(body: body)
@@ -64,15 +64,29 @@ struct AttestExchange {
                 challenge = fresh
                 answer = try await solve(challenge)
             case .deviceUnknown?:
-                // A device challenge, and this key is not registered at the origin: register it, once.
-                guard !registered, let device = client.devicePolicy,
-                      try await device.register(client: client, origin: origin, via: transport) else { throw refused(response, "redeemed a challenge") }
+                // A device challenge, and this key (or the platform's) is not registered at the origin: register it, once.
+                guard !registered, let device = client.devicePolicy else { throw refused(response, "redeemed a challenge") }
+                let done = if let asserter = device.asserter {
+                    try await device.register(asserter, origin: origin, via: transport)
+                } else {
+                    try await device.register(client: client, origin: origin, via: transport)
+                }
+                guard done else { throw refused(response, "redeemed a challenge") }
                 registered = true
             default:
                 throw refused(response, "redeemed a challenge")
             }
         }
         throw SignCoreError(.challengeAbandoned, "the attest endpoint kept refusing the answer")
+    }
+
+    /// The attest request: the challenge with its answer, or for a device challenge the
+    /// platform's assertion over its text when the client's device has a platform key
+    /// (docs/ATTEST.md §9.6).
+    private func request(_ challenge: Challenge, answer: [UInt8]) async throws(SignCoreError) -> AttestRequest {
+        guard challenge.kind == .device, let asserter = client.devicePolicy?.asserter else { return AttestRequest(challenge: challenge, answer: answer) }
+        let token = try await asserter.assertion(clientData: Array(challenge.text.utf8))
+        return AttestRequest(challenge: challenge, answer: [], assertion: .init(format: asserter.format, keyID: asserter.keyID, token: token))
     }
 
     /// The answer: a proof of work, or none for a device challenge (the signed request of the

@@ -20,13 +20,17 @@ public struct DeviceKeyPolicy: ExchangePolicy {
     public var endpoint: String
     public var counterField: HTTPField.Name
     public let counter: DeviceCounter
+    /// The app's platform key (App Attest through `DCAppAttestService`), which answers device
+    /// challenges with its assertions and registers with its attestation; nil: none.
+    public var asserter: (any PlatformAsserter)?
 
     public init(appID: String, counter: DeviceCounter, endpoint: String = AttestationGate.defaultDeviceEndpoint,
-                counterField: HTTPField.Name = AttestationFieldNames.counterField) {
+                counterField: HTTPField.Name = AttestationFieldNames.counterField, asserter: (any PlatformAsserter)? = nil) {
         self.appID = appID
         self.counter = counter
         self.endpoint = endpoint
         self.counterField = counterField
+        self.asserter = asserter
     }
 
     public func prepare(_ request: inout HTTPRequest, _ context: ExchangeContext) async throws(SignCoreError) {
@@ -86,6 +90,34 @@ public struct DeviceKeyPolicy: ExchangePolicy {
         return true
     }
 
+    /// Registers the app's platform key at `origin` (docs/ATTEST.md §9.4, seed 003's JSON): a
+    /// challenge bound to its key id, the platform's attestation over the challenge's text. True
+    /// once registered; false when the origin has no device endpoint; throws its refusal.
+    public func register(_ asserter: any PlatformAsserter, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> Bool {
+        let escaped = asserter.keyID.replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(of: "/", with: "%2F")
+            .replacingOccurrences(of: "=", with: "%3D")
+        let asked = try HTTPRequest(method: .get, urlString: origin.origin + endpoint + "/challenge?keyId=" + escaped)
+        let (issued, issuedBody) = try await Self.send(asked, body: [], via: transport)
+        guard issued.status == .ok else {
+            if let code = ReceivedRefusal(issued, knownCodes: SignCoreError.Code.deviceCodes)?.code { throw SignCoreError(code, "the device endpoint refused a challenge") }
+            return false
+        }
+        guard let object = try? JSONObject(bytes: issuedBody, maxBytes: 4096), case .string(let bytes)? = object["challenge"] else {
+            throw SignCoreError(.registrationMalformed, "the device endpoint's challenge is not one")
+        }
+        let challenge = String(decoding: bytes, as: UTF8.self)
+        let token = try await asserter.attestation(clientData: Array(challenge.utf8))
+        let body = Array(#"{"platform":"ios","format":"\#(asserter.format.rawValue)","keyId":"\#(asserter.keyID)","challenge":"\#(challenge)","token":"\#(DeviceRegistration.base64(token))"}"#.utf8)
+        var request = try HTTPRequest(method: .post, urlString: origin.origin + endpoint)
+        request.headerFields[.contentType] = "application/json"
+        let (response, _) = try await Self.send(request, body: body, via: transport)
+        guard response.status == .created || response.status == .ok else {
+            let code = ReceivedRefusal(response, knownCodes: SignCoreError.Code.deviceCodes)?.code ?? .registrationMalformed
+            throw SignCoreError(code, "the device endpoint refused the platform key's registration")
+        }
+        return true
+    }
+
     private static func send(_ request: HTTPRequest, body: [UInt8], via transport: any DirectTransport) async throws(SignCoreError) -> (HTTPResponse, [UInt8]) {
         do { return try await transport.send(request, body: body) } catch let error as SignCoreError { throw error } catch {
             throw SignCoreError(.upstreamFailed, "the device endpoint could not be reached (\(type(of: error)))")
@@ -105,4 +137,18 @@ extension SigningClient {
 
     /// The client's device policy, when it has one.
     var devicePolicy: DeviceKeyPolicy? { policies.lazy.compactMap { $0 as? DeviceKeyPolicy }.first }
+}
+
+/// An app's platform key, through the platform's own API (App Attest: `DCAppAttestService` on the
+/// app's side, a hook here, since SignCore does not link DeviceCheck): its attestation at
+/// registration, its assertions after.
+public protocol PlatformAsserter: Sendable {
+    /// `apple-app-attest`.
+    var format: DeviceFormat { get }
+    /// The key id the platform gave (base64 of 32 bytes).
+    var keyID: String { get }
+    /// `attestKey(keyID, clientDataHash: SHA-256(clientData))`: the attestation object.
+    func attestation(clientData: [UInt8]) async throws(SignCoreError) -> [UInt8]
+    /// `generateAssertion(keyID, clientDataHash: SHA-256(clientData))`: the assertion.
+    func assertion(clientData: [UInt8]) async throws(SignCoreError) -> [UInt8]
 }
