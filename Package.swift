@@ -72,7 +72,10 @@ if onLinux {
         .target(name: "CBench", dependencies: ["CSignShim", "CSignBytes"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
         .executableTarget(
             name: "bench",
+            // The device rows (App Attest, the counter window on PostgreSQL) when the server modules are built.
             dependencies: ["SignCore", "SignAttest", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+                + (coreOnly ? [] : ["SignDevice", "SignPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+                                    .product(name: "Crypto", package: "swift-crypto")])
         ),
         // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
         .executableTarget(name: "instructions", dependencies: ["SignCore", "CSignShim"]),

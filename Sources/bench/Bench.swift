@@ -23,6 +23,18 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "Skip the floors, so a profiler (perf record) sees only the engine.")
     var engineOnly = false
 
+    @Option(help: "A PostgreSQL server (host:port, user signcore, database postgres) for the device counter window's row (scripts/device-bench).")
+    var postgres: String?
+
+    /// The device keys' rows, when the server modules are built (docs/ATTEST.md §9).
+    func deviceCases() throws -> [BenchCase] {
+        #if canImport(SignDevice)
+        try DeviceBench.cases(postgres: postgres)
+        #else
+        []
+        #endif
+    }
+
     func run() async throws {
         let settings = quick ? Settings.quick : .full
         if quick { AlgorithmFixture.warmUpSeconds = 0 }
@@ -32,7 +44,7 @@ struct Bench: AsyncParsableCommand {
 
         print(Row.header)
         var rows: [Row] = []
-        for benchCase in try Catalogue.cases() where selected(benchCase.operation) {
+        for benchCase in try Catalogue.cases() + deviceCases() where selected(benchCase.operation) {
             let (operation, floor) = try benchCase.make()
             // A 2-thread row's control: the URL pass and SHA-256 on two threads against one, around every repetition.
             let control = benchCase.floorNote == "1 thread"

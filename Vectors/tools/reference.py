@@ -2704,6 +2704,8 @@ def generate_device():
                  body(fmt="apple-app-attest", extra=',"token":"a*b"').replace(',"token":"x"', ''), formats=DEVICE_FORMATS)
     add_register("§9.4 step 1: android-play-integrity's token is text, not base64", "formatNotAccepted",
                  body(fmt="android-play-integrity", extra=',"token":"eyJ.a.b.c.d"'), formats=("signcore",))
+    add_register("§9.4 step 1: android-play-integrity's token is a string", "registrationMalformed",
+                 body(fmt="android-play-integrity", extra=',"token":5'), formats=("signcore",))
     add_register("§9.4 step 1: android-play-integrity's token is not empty", "registrationMalformed",
                  body(fmt="android-play-integrity", extra=',"token":""'), formats=("signcore",))
     add_register("§9.4 step 1: android-play-integrity brings a jwk too", "registrationMalformed",

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import SignAttest
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SwiftASN1
 import X509
 
@@ -130,7 +130,7 @@ public struct AppAttestVerifier: PlatformVerifier {
               let authBytes = cbor["authenticatorData"]?.bytesValue, let authData = AuthenticatorData(authBytes, attested: false),
               let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: signature)
         else { throw SignCoreError(.platformTokenMalformed, "the token is not an App Attest assertion") }
-        guard let key = try? Self.publicKey(record) else { throw SignCoreError(.invalidKey, "the registered App Attest key is not a P-256 JWK") }
+        guard let key = keys.key(for: record.publicKey) else { throw SignCoreError(.invalidKey, "the registered App Attest key is not a P-256 JWK") }
         let nonce = Array(SHA256.hash(data: authBytes + Array(SHA256.hash(data: clientData))))
         guard key.isValidSignature(ecdsa, for: nonce) else {
             throw SignCoreError(.assertionInvalid, "the assertion's signature does not verify under the registered key")
@@ -141,10 +141,25 @@ public struct AppAttestVerifier: PlatformVerifier {
         return UInt64(authData.counter)
     }
 
-    /// The record's P-256 key (its JWK's x and y).
-    static func publicKey(_ record: DeviceRecord) throws -> P256.Signing.PublicKey {
-        let key = try JWK.parseKey(record.publicKey)
-        return try P256.Signing.PublicKey(x963Representation: key.publicKey)
+    /// Registered keys as parsed, by their JWK text: an assertion does not parse its key again.
+    let keys = ParsedKeys()
+
+    final class ParsedKeys: Sendable {
+        static let capacity = 4096
+        private let parsed = Locked<[String: P256.Signing.PublicKey]>([:])
+
+        /// The P-256 key of a JWK (its x and y), parsed once; nil when it is not one.
+        func key(for jwk: String) -> P256.Signing.PublicKey? {
+            if let key = parsed.withLock({ $0[jwk] }) { return key }
+            guard let signingKey = try? JWK.parseKey(jwk), let key = try? P256.Signing.PublicKey(x963Representation: signingKey.publicKey) else {
+                return nil
+            }
+            parsed.withLock { parsed in
+                if parsed.count >= Self.capacity { parsed.removeAll() }
+                parsed[jwk] = key
+            }
+            return key
+        }
     }
 
     /// The octet string of the nonce extension's value: SEQUENCE { [1] EXPLICIT OCTET STRING }.
