@@ -81,3 +81,50 @@ import SignHummingbird
         }
     }
 }
+
+/// The README's device-keys example, as printed there, run live: an install key that nobody
+/// configured registers itself, then reaches a route that asks the registered-device level.
+@Suite struct ReadmeDeviceExampleTests {
+    @Test func theDeviceExampleRuns() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("readme-device-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let appSupport = folder.path
+        let keys = try AttestationKeys([SigningKey.generate(.hmacSHA256, id: "challenge-1"), SigningKey.generate(.ed25519, id: "token-1")])
+        let origin = ServerOrigin(scheme: "http")
+        let router = Router(context: BasicSignatureRequestContext.self)
+        // README device: begin
+        // Server: the registry is the verifier's key source; its changes reach the key cache at once.
+        let registry = InMemoryDeviceRegistry()  // PostgresDeviceRegistry for a fleet
+        let cache = try KeyCache(source: registry)
+        registry.changes.invalidate(cache)
+        let devices = Devices(registry: registry, policy: try DevicePolicy(appIDs: ["com.example.app"]))
+        let deviceVerifier = try Verifier(keys: KeySet([]), keyCache: cache, replayGuard: InMemoryReplayGuard())
+        let deviceGate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: InMemoryRedemptionStore(), devices: devices),
+                                             challenges: [.device(levels: .level(14))])
+        var registered = RouteRequirements.require
+        registered[RouteAttestation.self] = .require(.level(14))  // "a registered device"
+        let devicePolicy = try RoutePolicy([.init("/v1/profile", registered)], fallback: .require)
+        router.add(middleware: SignatureMiddleware(verifier: deviceVerifier, origin: origin, policy: devicePolicy, attestation: deviceGate))
+        // README device: end
+        router.get("/v1/profile") { _, context -> String in "levels \(context.signCore[Attested.self]?.levels.rawValue ?? 0)" }
+        try await Application(router: router).test(.live) { server in
+            let request = HTTPRequest(method: .get, url: URL(string: "http://127.0.0.1:\(server.port ?? 0)/v1/profile")!)
+            // README device: begin
+
+            // Client: the install's key and counter in files of mode 0600; the key registers itself on its
+            // first refused request, and every request carries the counter.
+            let installKey = try SigningKey.loadOrCreate(file: appSupport + "/install.jwk")
+            let device = DeviceKeyPolicy(appID: "com.example.app", counter: try DeviceCounter(file: appSupport + "/install.counter"))
+            let installClient = try SigningClient(signer: Signer(key: installKey), device: device, attestation: AttestationPolicy())
+            let (profile, answer) = try await URLSession.shared.signedData(for: request, client: installClient)
+            // README device: end
+            #expect(answer.status == .ok && String(decoding: profile, as: UTF8.self) == "levels \(1 << 14)")
+            // The key file and the counter file are the owner's alone.
+            for name in ["install.jwk", "install.counter"] {
+                let mode = try FileManager.default.attributesOfItem(atPath: appSupport + "/" + name)[.posixPermissions] as? Int
+                #expect(mode == 0o600, "\(name)")
+            }
+        }
+    }
+}
