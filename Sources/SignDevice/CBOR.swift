@@ -25,6 +25,20 @@ public indirect enum CBOR: Sendable, Equatable {
         }
     }
 
+    /// Equal items: text compared as bytes (never by Unicode equivalence), as map keys are.
+    public static func == (lhs: CBOR, rhs: CBOR) -> Bool {
+        switch (lhs, rhs) {
+        case (.unsigned(let a), .unsigned(let b)), (.negative(let a), .negative(let b)): a == b
+        case (.bytes(let a), .bytes(let b)): a == b
+        case (.text(let a), .text(let b)): a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)): a == b
+        case (.map(let a), .map(let b)): a == b
+        case (.bool(let a), .bool(let b)): a == b
+        case (.null, .null): true
+        default: false
+        }
+    }
+
     public static let maxBytes = 65536
     public static let maxDepth = 16
     public static let maxItems = 4096
@@ -135,13 +149,17 @@ public indirect enum CBOR: Sendable, Equatable {
                 let value = try argument(info)
                 guard value <= UInt64(bytes.count - offset) / 2 else { throw .truncated }
                 var entries: [Entry] = []
+                // Keys are unique by their encoding: every head is in its shortest form, so two
+                // encodings of one key are the same bytes (and text is compared as bytes).
+                var keys = Set<ArraySlice<UInt8>>()
                 for _ in 0..<Int(value) {
+                    let start = offset
                     let key = try item(depth: depth + 1)
                     switch key {
                     case .unsigned, .negative, .text: break
                     default: throw .invalidKey
                     }
-                    guard !entries.contains(where: { $0.key == key }) else { throw .duplicateKey }
+                    guard keys.insert(bytes[start..<offset]).inserted else { throw .duplicateKey }
                     entries.append(Entry(key: key, value: try item(depth: depth + 1)))
                 }
                 return .map(entries)

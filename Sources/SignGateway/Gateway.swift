@@ -313,6 +313,11 @@ extension Gateway {
         let registry: any DeviceRegistry
         switch settings.store {
         case .memory:
+            // One node's registry in a fleet would give each node its own counter window (no
+            // clone detection) and keys only the node that registered them knows.
+            guard postgres == nil else {
+                throw SignCoreError(.invalidConfiguration, "configuration: attestation.devices.store is postgres when replay.store is (a fleet shares one registry)")
+            }
             registry = InMemoryDeviceRegistry(capacity: settings.capacity)
         case .postgres:
             guard let postgres else {

@@ -91,10 +91,11 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
                 if attested.mode == .off {
                     try await gate.observeCounter(head, identity: verified)
                 } else {
+                    // The nonce first: a replayed request is `replayed`, never taken for a clone's counter.
                     let nonce = record
                     record = DeferredRecord { () async throws(SignCoreError) in
-                        try await gate.observeCounter(head, identity: verified)
                         try await nonce()
+                        try await gate.observeCounter(head, identity: verified)
                     }
                 }
             }

@@ -59,7 +59,8 @@ public final class PostgresDeviceRegistry: DeviceRegistry, Sendable {
                     registered_at bigint NOT NULL,
                     counter_high bigint NOT NULL DEFAULT 0,
                     counter_seen bit(128) NOT NULL DEFAULT 0::bit(128),
-                    last_seen bigint NOT NULL
+                    last_seen bigint NOT NULL,
+                    bound_key bytea
                 )
                 """,
             ]),
@@ -71,7 +72,7 @@ public final class PostgresDeviceRegistry: DeviceRegistry, Sendable {
         try await store.migrate(component: "devices:" + configuration.table, migrations)
     }
 
-    public func register(_ record: DeviceRecord) async throws(SignCoreError) -> DeviceRecord {
+    public func register(_ record: DeviceRecord) async throws(SignCoreError) -> (record: DeviceRecord, inserted: Bool) {
         let query: PostgresQuery = """
             WITH inserted AS (
                 INSERT INTO \(unescaped: configuration.table)
@@ -83,26 +84,39 @@ public final class PostgresDeviceRegistry: DeviceRegistry, Sendable {
             )
             SELECT pg_notify(\(channel), key_id) FROM inserted
             """
-        try await store.run(query, "register the device key")
+        let inserted = try await store.rows(query, "register the device key") { _ in true }.count == 1
         guard let stored = try await device(keyID: record.keyID) else {
             throw SignCoreError(.unavailable, "the store lost a device key just registered")
         }
-        return stored
+        return (stored, inserted)
+    }
+
+    public func bind(keyID: String, to thumbprint: [UInt8]) async throws(SignCoreError) -> Bool {
+        // Bound now, or bound already to this key: one conditional statement.
+        let query: PostgresQuery = """
+            UPDATE \(unescaped: configuration.table) SET bound_key = \(ByteBuffer(bytes: thumbprint))
+            WHERE key_id = \(keyID) AND (bound_key IS NULL OR bound_key = \(ByteBuffer(bytes: thumbprint)))
+            RETURNING 1
+            """
+        if try await store.rows(query, "bind the platform key") { _ in true }.count == 1 { return true }
+        guard try await device(keyID: keyID) != nil else { throw SignCoreError(.deviceUnknown, "no device key has this id") }
+        return false
     }
 
     public func device(keyID: String) async throws(SignCoreError) -> DeviceRecord? {
         let query: PostgresQuery = """
-            SELECT key_id, format, public_key, app_id, environment, status, registered_at, counter_high, counter_seen::text, last_seen
+            SELECT key_id, format, public_key, app_id, environment, status, registered_at, counter_high, counter_seen::text, last_seen, bound_key
             FROM \(unescaped: configuration.table) WHERE key_id = \(keyID)
             """
         return try await store.rows(query, "read the device key") { row in
-            let (id, format, publicKey, appID, environment, status, registeredAt, high, seen, lastSeen) =
-                try row.decode((String, String, String, String, String, String, Int64, Int64, String, Int64).self)
+            let (id, format, publicKey, appID, environment, status, registeredAt, high, seen, lastSeen, bound) =
+                try row.decode((String, String, String, String, String, String, Int64, Int64, String, Int64, ByteBuffer?).self)
             guard let status = KeyRecord.Status(name: status), let counter = CounterWindow(highest: UInt64(max(0, high)), bits: seen) else {
                 throw SignCoreError(.unavailable, "a device row holds a status or counter this build does not read")
             }
             return DeviceRecord(keyID: id, format: DeviceFormat(rawValue: format), publicKey: publicKey, appID: appID, environment: environment,
-                                status: status, registeredAt: UInt64(max(0, registeredAt)), counter: counter, lastSeen: UInt64(max(0, lastSeen)))
+                                status: status, registeredAt: UInt64(max(0, registeredAt)), counter: counter, lastSeen: UInt64(max(0, lastSeen)),
+                                boundKey: bound.map { Array(buffer: $0) })
         }.first
     }
 

@@ -36,7 +36,7 @@ import SignAttest
     }
 
     func register(_ attestor: Attestor, _ body: [UInt8], signedBy: [UInt8]? = nil, at time: UInt64? = nil) async throws(SignCoreError) -> DeviceRecord {
-        try await attestor.register(DeviceRegistration(body: body), signedBy: signedBy ?? thumbprint, origin: origin, now: time ?? now + 1)
+        try await attestor.register(DeviceRegistration(body: body), signedBy: signedBy ?? thumbprint, origin: origin, now: time ?? now + 1).record
     }
 
     func refusal(_ attestor: Attestor, _ body: [UInt8], signedBy: [UInt8]? = nil, at time: UInt64? = nil) async -> SignCoreError.Code? {

@@ -54,7 +54,7 @@ import Testing
     struct RedeemCase: Decodable {
         let tcId: Int, comment: String, result: String, error: String?
         let serverKeys: [String], body: String, clientKey: String, origin: String, now: UInt64, skew: UInt64?, redeemed: [String]?
-        let devices: [String: [String: String]], platformLevels: UInt16
+        let devices: [String: [String: String]], platformLevels: UInt16, formats: [String]?
         let expected: Expected?
         struct Expected: Decodable { let id: String, levels: UInt16 }
     }
@@ -118,7 +118,7 @@ import Testing
                 let attestor = try Attestor(keys: AttestationKeys(test.serverKeys.map(Self.file.key)), redemptions: store, skew: test.skew ?? 5000,
                                             devices: Devices(registry: registry, policy: policy))
                 let signedBy = try test.signedBy.map { try Self.file.key($0).thumbprint.bytes }
-                record = try await attestor.register(DeviceRegistration(body: body), signedBy: signedBy, origin: try Self.origin(test.origin), now: test.now)
+                record = try await attestor.register(DeviceRegistration(body: body), signedBy: signedBy, origin: try Self.origin(test.origin), now: test.now).record
             } catch let failure as SignCoreError { error = failure.code.name }
             guard test.result == "valid" else {
                 #expect(error == test.error, "\(context)")
@@ -176,7 +176,9 @@ import Testing
                 if device["status"] == "revoked" { _ = try await registry.revoke(keyID: record.keyID) }
             }
             let store = try await Self.store(redeemed: test.redeemed)
-            let policy = try DevicePolicy(appIDs: ["x"], platformLevels: AttestationLevels(rawValue: test.platformLevels))
+            let formats = Set((test.formats ?? DeviceFormat.all.map(\.rawValue)).map(DeviceFormat.init(rawValue:)))
+            let policy = try DevicePolicy(formats: formats, appIDs: ["x"], platformLevels: AttestationLevels(rawValue: test.platformLevels),
+                                          verifiers: formats.filter(\.isPlatformAttested).map(UnverifiedPlatform.init))
             var token: AttestationToken?, error: String?
             do {
                 let attestor = try Attestor(keys: AttestationKeys(test.serverKeys.map(Self.file.key)), redemptions: store, skew: test.skew ?? 5000,

@@ -83,7 +83,7 @@ import Testing
         #expect(await AppAttestTests.code { () async throws(SignCoreError) in
             try await attestor.register(first, signedBy: other.thumbprint.bytes, origin: origin, now: now)
         } == .deviceKeyMismatch)
-        let record = try await attestor.register(first, signedBy: key.thumbprint.bytes, origin: origin, now: now)
+        let record = try await attestor.register(first, signedBy: key.thumbprint.bytes, origin: origin, now: now).record
         #expect(record.format == .androidPlayIntegrity && record.keyID == key.id && record.appID == Self.package)
         #expect(try await registry.record(id: key.id)?.key.publicKey == key.publicKey)
         // The platform level through a device challenge.

@@ -37,11 +37,20 @@ import Testing
             let key = try SigningKey.generate(.ed25519)
             let record = try Self.record(key)
             #expect(try await a.device(keyID: key.id) == nil)
-            #expect(try await a.register(record) == record)
+            let first = try await a.register(record)
+            #expect(first.record == record && first.inserted)
             // Registering again keeps the first record.
             var later = record
             later.appID = "com.example.other"
-            #expect(try await b.register(later) == record)
+            let second = try await b.register(later)
+            #expect(second.record == record && !second.inserted)
+            // A platform key binds to the first signing key it answers for, and only to it.
+            let signer = Array(key.thumbprint.bytes), other = [UInt8](repeating: 9, count: 32)
+            #expect(try await a.bind(keyID: key.id, to: signer))
+            #expect(try await b.bind(keyID: key.id, to: signer))
+            #expect(try await !b.bind(keyID: key.id, to: other))
+            #expect(try await a.device(keyID: key.id)?.boundKey == signer)
+            await #expect(throws: SignCoreError.self) { try await a.bind(keyID: "nobody", to: signer) }
             #expect(try await b.record(id: key.id)?.key.publicKey == key.publicKey)
             #expect(try await b.revoke(keyID: key.id))
             #expect(try await !a.revoke(keyID: key.id))

@@ -1592,11 +1592,11 @@ def issue_challenge(keys, type_, d, k, levels, issued_at, ttl, min_elapsed, clie
 
 
 def kind_admits(type_, d, k, levels) -> bool:
-    """ATTEST §2.4: type 1 (proof of work) has d 1-32, k 1-16 and levels; type 2 (registration)
-    d = k = 0 and no levels; type 3 (device) d = k = 0 and levels; no other type."""
+    """ATTEST §2.4: type 1 (proof of work) has d 1-32, k 1-16 and levels; types 2 (registration)
+    and 4 (payload) d = k = 0 and no levels; type 3 (device) d = k = 0 and levels; no other type."""
     if type_ == 1:
         return 1 <= d <= MAX_DIFFICULTY and 1 <= k <= MAX_COUNT and 1 <= levels <= MAX_LEVELS
-    if type_ == 2:
+    if type_ in (2, 4):
         return d == 0 and k == 0 and levels == 0
     if type_ == 3:
         return d == 0 and k == 0 and 1 <= levels <= MAX_LEVELS
@@ -1703,7 +1703,7 @@ def answer_bytes(text: str, k) -> bytes:
     return answer
 
 
-def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, devices=None, platform_levels=0) -> dict:
+def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, devices=None, platform_levels=0, formats=None) -> dict:
     """ATTEST §4.3, in order, the first failure being the result. `client`: the key that signed the
     request (verified first); `redeemed`: the challenge ids (hex) the store holds. The result is the
     challenge's id (recorded in the store) and the levels of the token to issue. A set that cannot
@@ -1712,7 +1712,7 @@ def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, dev
     issuing_key(keys, TOKEN_KEY_ALGS)
     challenge_text, answer_text = parse_attest_request(body)  # step 1
     c = parse_challenge(challenge_text)
-    if c["type"] == 2:
+    if c["type"] in (2, 4):  # answered at the device endpoint, never redeemed here
         raise SpecError("attestationMalformed")
     answer = answer_bytes(answer_text, c["count"]) if c["type"] == 1 else None
     key = named_key(keys, c["kid"], CHALLENGE_KEY_ALGS)  # step 2
@@ -1732,6 +1732,8 @@ def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, dev
             raise SpecError("deviceUnknown")
         if record["status"] != "active":
             raise SpecError("deviceRevoked")
+        if record["format"] not in (DEVICE_FORMATS if formats is None else formats):  # a format the deployment no longer accepts
+            raise SpecError("formatNotAccepted")
         if c["levels"] & platform_levels and record["format"] not in PLATFORM_FORMATS:
             raise SpecError("formatNotAccepted")
     elif not answer_meets(c["bytes"], c["d"], c["count"], answer):  # step 7
@@ -2545,7 +2547,7 @@ def device_redeem_case(keys: dict, tc: dict) -> dict:
     devices = {keys[n].thumbprint: record for n, record in tc.get("devices", {}).items()}
     return attest_outcome(lambda: redeem(tc["body"].encode(), keys[tc["clientKey"]], tc["origin"], [keys[n] for n in tc["serverKeys"]],
                                          tc["now"], tc.get("skew", ATTEST_SKEW), set(tc.get("redeemed", [])), devices,
-                                         tc.get("platformLevels", 0)))
+                                         tc.get("platformLevels", 0), tc.get("formats")))
 
 
 DEVICE_SECTIONS = {"challenge": device_challenge_case, "register": device_register_case, "counter": device_counter_case,
@@ -2592,7 +2594,9 @@ def generate_device():
     add_challenge("§9.6 a device challenge for level 14", type_=3, levels=1 << 14, bound=key_thumbprint(keys["deviceP256"]), ttl=120)
     add_challenge("§2.4 a registration challenge grants no level", "invalidConfiguration", levels=1)
     add_challenge("§2.4 a device challenge grants levels", "invalidConfiguration", type_=3, levels=0)
-    add_challenge("§2.4 type 4 is reserved", "invalidConfiguration", type_=4, levels=1)
+    add_challenge("§9.6 a payload (type 4) bound to an App Attest key id", type_=4, bound=seed("app attest key id"))
+    add_challenge("§2.4 a payload grants no level", "invalidConfiguration", type_=4, levels=1)
+    add_challenge("§2.4 type 5 is reserved", "invalidConfiguration", type_=5, levels=0)
     add_challenge("§2.4 a registration challenge's ttl is at most 3600 s", "invalidConfiguration", ttl=3601)
     add_challenge("§1 a set without an oct key issues no challenge", "invalidConfiguration", server="tokenKey")
     add_challenge("§2.4 a registration challenge's ttl is at least 1 s", "invalidConfiguration", ttl=0)
@@ -2779,9 +2783,11 @@ def generate_device():
     def device_challenge(client="deviceEd25519", levels=1 << 14, origin=ORIGIN, issued=ISSUED, ttl=120):
         return issue_challenge([keys["challengeKey"]], 3, 0, 0, levels, issued, ttl, 0, keys[client], origin, next(randoms))
 
-    def add_redeem(comment, want, ch, client="deviceEd25519", devices=None, platform=1 << 15, body=None, now=NOW, redeemed=None):
+    def add_redeem(comment, want, ch, client="deviceEd25519", devices=None, platform=1 << 15, body=None, now=NOW, redeemed=None, formats=None):
         inputs = dict(serverKeys=list(SERVER), body=body if body is not None else '{"challenge":"%s"}' % b64u(ch), clientKey=client,
                       origin=ORIGIN, now=now, platformLevels=platform)
+        if formats is not None:
+            inputs["formats"] = formats
         inputs["devices"] = {"deviceEd25519": dict(format="signcore", status="active")} if devices is None else devices
         if redeemed is not None:
             inputs["redeemed"] = redeemed
@@ -2793,6 +2799,9 @@ def generate_device():
     add_redeem("§9.6 a platform level for a key registered with Play Integrity", "valid", device_challenge(levels=1 << 15 | 1 << 14),
                devices={"deviceEd25519": dict(format="android-play-integrity", status="active")})
     add_redeem("§9.6 a platform level for a signcore key", "formatNotAccepted", device_challenge(levels=1 << 15 | 1 << 14))
+    add_redeem("§9.6 a key registered in a format the deployment no longer accepts", "formatNotAccepted", d, formats=["apple-app-attest"])
+    add_redeem("§9.6 revoked before the format's check", "deviceRevoked", d, formats=["apple-app-attest"],
+               devices={"deviceEd25519": dict(format="signcore", status="revoked")})
     add_redeem("§9.6 platformLevels 0: every level is for any device", "valid", device_challenge(levels=1 << 15), platform=0)
     add_redeem("§9.6 not registered", "deviceUnknown", d, devices={"deviceP256": dict(format="signcore", status="active")})
     add_redeem("§9.6 an App Attest record does not sign requests", "deviceUnknown", d,
@@ -2813,6 +2822,9 @@ def generate_device():
         crafted = dict(type_=3, levels=1, key_field=ED_FIELD)
         crafted.update(fields)
         add_redeem("§2.4 " + comment, want, None, body='{"challenge":"%s"}' % craft(**crafted), platform=0)
+    add_redeem("§4.2 a payload (type 4) is not redeemed here, even with an assertion", "attestationMalformed", None,
+               body='{"challenge":"%s","format":"apple-app-attest","keyId":"%s","token":"AAEC"}' % (craft(type_=4, key_field=ED_FIELD),
+                                                                                                   base64.b64encode(ED_FIELD).decode()))
     add_redeem("§4.2 a registration challenge is not redeemed here", "attestationMalformed", None,
                body='{"challenge":"%s"}' % challenge(key_thumbprint(ED)))
     add_redeem("§4.2 a proof-of-work challenge still needs its answer", "attestationMalformed", None,

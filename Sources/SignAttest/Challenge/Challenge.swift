@@ -11,16 +11,20 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         public static let proofOfWork = Kind(rawValue: 1)
         /// A device registration's one-time challenge (ATTEST.md §9.3): grants no level.
         public static let registration = Kind(rawValue: 2)
-        /// Answered by a registered device (ATTEST.md §9.6): the seed's one-time payload.
+        /// Answered by a registered device (ATTEST.md §9.6): the key's own signed request, or its
+        /// platform's assertion. Grants levels.
         public static let device = Kind(rawValue: 3)
+        /// Seed 003's one-time payload (ATTEST.md §9.6): asserted by a platform key at the device
+        /// endpoint, never redeemed for a token. Grants no level.
+        public static let payload = Kind(rawValue: 4)
 
         /// Whether `difficulty`, `count` and `levels` are in this kind's ranges (ATTEST.md §2.4):
         /// proof of work has d 1-32, k 1-16 and levels; the device kinds d = k = 0, and levels
-        /// only when answered by a device.
+        /// only when they earn a token (type 3).
         func admits(difficulty: Int, count: Int, levels: AttestationLevels) -> Bool {
             switch self {
             case .proofOfWork: Challenge.difficulties ~= difficulty && Challenge.counts ~= count && !levels.isEmpty
-            case .registration: difficulty == 0 && count == 0 && levels.isEmpty
+            case .registration, .payload: difficulty == 0 && count == 0 && levels.isEmpty
             case .device: difficulty == 0 && count == 0 && !levels.isEmpty
             default: false
             }
@@ -113,7 +117,7 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         let kidLength = Int(layout.u8(at: 102))
         guard layout.u8(at: 0) == Self.version else { throw Self.malformed("the challenge's version is not 1") }
         kind = Kind(rawValue: layout.u8(at: 1))
-        guard [Kind.proofOfWork, .registration, .device].contains(kind) else { throw Self.malformed("the challenge's type is not one this version knows") }
+        guard [Kind.proofOfWork, .registration, .device, .payload].contains(kind) else { throw Self.malformed("the challenge's type is not one this version knows") }
         difficulty = Int(layout.u8(at: 2))
         count = Int(layout.u8(at: 3))
         levels = AttestationLevels(rawValue: layout.u16(at: 4))

@@ -10,6 +10,9 @@ extension Attestor {
             throw SignCoreError(.deviceUnknown, "the request's key is not a registered device key")
         }
         guard record.status.verifies else { throw SignCoreError(.deviceRevoked, "the device key has been revoked") }
+        guard devices.policy.formats.contains(record.format) else {
+            throw SignCoreError(.formatNotAccepted, "this server no longer accepts keys registered in this format")
+        }
         guard record.format.isPlatformAttested || levels.isDisjoint(with: devices.policy.platformLevels) else {
             throw SignCoreError(.formatNotAccepted, "these levels are earned only by a platform-attested device")
         }
@@ -21,7 +24,8 @@ extension Attestor {
     func checkAssertion(_ assertion: AttestRequest.PlatformAssertion, challenge: Challenge) async throws(SignCoreError)
         -> (keyID: String, value: UInt64) {
         let devices = try configuredDevices()
-        guard let verifier = devices.policy.verifiers[assertion.format], devices.policy.formats.contains(assertion.format) else {
+        guard assertion.format == .appleAppAttest, let verifier = devices.policy.verifiers[assertion.format],
+              devices.policy.formats.contains(assertion.format) else {
             throw SignCoreError(.formatNotAccepted, "this server does not accept assertions in this format")
         }
         guard let bytes = DeviceRegistration.decodeBase64(Array(assertion.keyID.utf8)), bytes.count == 32 else {

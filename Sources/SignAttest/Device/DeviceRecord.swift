@@ -40,9 +40,13 @@ public struct DeviceRecord: Sendable, Hashable {
     public var counter: CounterWindow
     /// Milliseconds since the epoch: the last request or assertion the key made that passed.
     public var lastSeen: UInt64
+    /// A platform key's (App Attest's): the thumbprint of the SignCore key it answers for, fixed
+    /// by its first assertion at the attest endpoint (ATTEST.md §9.6); nil until then.
+    public var boundKey: [UInt8]?
 
     public init(keyID: String, format: DeviceFormat, publicKey: String, appID: String, environment: String = "",
-                status: KeyRecord.Status = .active, registeredAt: UInt64, counter: CounterWindow = CounterWindow(), lastSeen: UInt64? = nil) {
+                status: KeyRecord.Status = .active, registeredAt: UInt64, counter: CounterWindow = CounterWindow(), lastSeen: UInt64? = nil,
+                boundKey: [UInt8]? = nil) {
         self.keyID = keyID
         self.format = format
         self.publicKey = publicKey
@@ -52,6 +56,7 @@ public struct DeviceRecord: Sendable, Hashable {
         self.registeredAt = registeredAt
         self.counter = counter
         self.lastSeen = lastSeen ?? registeredAt
+        self.boundKey = boundKey
     }
 
     /// The record as a verifier's key source answers it: the key when it signs requests (nil

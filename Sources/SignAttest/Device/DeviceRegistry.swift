@@ -6,8 +6,9 @@
 /// then a write, so concurrent requests of one device lose no counter.
 public protocol DeviceRegistry: KeySource {
     /// Stores `record` if no key with its id is registered; the record the registry then holds
-    /// (the earlier one when the key was registered already: registering twice changes nothing).
-    func register(_ record: DeviceRecord) async throws(SignCoreError) -> DeviceRecord
+    /// (the earlier one when the key was registered already: registering twice changes nothing),
+    /// and whether it was stored now.
+    func register(_ record: DeviceRecord) async throws(SignCoreError) -> (record: DeviceRecord, inserted: Bool)
     /// The record of `keyID`, or nil.
     func device(keyID: String) async throws(SignCoreError) -> DeviceRecord?
     /// Checks `counter` against the key's window and records it (ATTEST.md §9.5), with `now` as
@@ -16,6 +17,10 @@ public protocol DeviceRegistry: KeySource {
     func observe(keyID: String, counter: UInt64, now: UInt64) async throws(SignCoreError)
     /// Marks the key revoked: true when it was active. It stops verifying on every node at once.
     func revoke(keyID: String) async throws(SignCoreError) -> Bool
+    /// Binds a platform key to the SignCore key (`thumbprint`) it answers for, in one atomic step:
+    /// true when it is bound to that key now (bound here, or already); false when it is bound to
+    /// another. Throws `deviceUnknown` for a key that is not registered.
+    func bind(keyID: String, to thumbprint: [UInt8]) async throws(SignCoreError) -> Bool
     /// Where the registry announces a key registered or revoked, on this node or (for a shared
     /// store) any other: key caches subscribe to it.
     var changes: DeviceChanges { get }
@@ -63,7 +68,7 @@ public final class InMemoryDeviceRegistry: DeviceRegistry {
         self.capacity = max(1, capacity)
     }
 
-    public func register(_ record: DeviceRecord) async throws(SignCoreError) -> DeviceRecord {
+    public func register(_ record: DeviceRecord) async throws(SignCoreError) -> (record: DeviceRecord, inserted: Bool) {
         let (stored, inserted) = try records.withLock { (records) throws(SignCoreError) -> (DeviceRecord, Bool) in
             if let held = records[record.keyID] { return (held, false) }
             guard records.count < capacity else { throw SignCoreError(.overloaded, "the device registry is full") }
@@ -71,7 +76,17 @@ public final class InMemoryDeviceRegistry: DeviceRegistry {
             return (record, true)
         }
         if inserted { changes.announce(record.keyID) }
-        return stored
+        return (stored, inserted)
+    }
+
+    public func bind(keyID: String, to thumbprint: [UInt8]) async throws(SignCoreError) -> Bool {
+        try records.withLock { (records) throws(SignCoreError) -> Bool in
+            guard var record = records[keyID] else { throw SignCoreError(.deviceUnknown, "no device key has this id") }
+            if let bound = record.boundKey { return bound == thumbprint }
+            record.boundKey = thumbprint
+            records[keyID] = record
+            return true
+        }
     }
 
     public func device(keyID: String) async throws(SignCoreError) -> DeviceRecord? {

@@ -14,9 +14,6 @@ public struct DevicePolicy: Sendable {
     public var platformLevels: AttestationLevels
     /// The verifiers of the platform formats accepted (SignDevice's App Attest and Play Integrity).
     public var verifiers: [DeviceFormat: any PlatformVerifier]
-    /// The levels a seed 003 payload names (§9.6): the platform levels, or level 15 when there are
-    /// none. An unsigned assertion earns no token; the levels only fill the challenge's field.
-    public var payloadLevels: AttestationLevels { platformLevels.isEmpty ? .level(15) : platformLevels }
 
     /// Refuses (`invalidConfiguration`) no format, no app id, a TTL outside 1-3600 s, and a
     /// platform format without its verifier.

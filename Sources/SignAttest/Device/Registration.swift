@@ -5,9 +5,9 @@ extension Attestor {
     /// was signed by the key with thumbprint `signedBy` (format `signcore`: the HTTP layer has
     /// verified the request under the registration's own key); in the specification's order. The
     /// challenge is redeemed only once every check has passed, and then the record is stored:
-    /// registering a key twice keeps the first record.
+    /// registering a key twice keeps the first record (`inserted` false).
     public func register(_ registration: DeviceRegistration, signedBy: [UInt8]?, origin: String,
-                         now: UInt64) async throws(SignCoreError) -> DeviceRecord {
+                         now: UInt64) async throws(SignCoreError) -> (record: DeviceRecord, inserted: Bool) {
         let devices = try configuredDevices()
         // 2. A format this deployment accepts.
         guard devices.policy.formats.contains(registration.format) else {
@@ -47,7 +47,7 @@ extension Attestor {
         let record = DeviceRecord(keyID: key.keyID, format: registration.format, publicKey: key.publicKey, appID: appID,
                                   environment: key.environment, registeredAt: now)
         let stored = try await devices.registry.register(record)
-        guard stored.status.verifies else { throw SignCoreError(.deviceRevoked, "the device key has been revoked") }
+        guard stored.record.status.verifies else { throw SignCoreError(.deviceRevoked, "the device key has been revoked") }
         return stored
     }
 

@@ -1,13 +1,14 @@
 import SignCore
 
 extension Attestor {
-    /// A one-time payload for seed 003's assertions (ATTEST.md §9.6): a device challenge bound to
-    /// the platform key id `keyID` (32 bytes), granting the policy's payload levels. Writes nothing.
+    /// A one-time payload for seed 003's assertions (ATTEST.md §9.6): a challenge of type 4 bound
+    /// to the platform key id `keyID` (32 bytes), which the attest endpoint never redeems.
+    /// Writes nothing.
     public func assertionPayload(boundTo keyID: [UInt8], origin: String, now: UInt64) throws(SignCoreError) -> Challenge {
         let devices = try configuredDevices()
         guard keyID.count == 32 else { throw SignCoreError(.attestationMalformed, "a key id to bind is 32 bytes") }
-        return try challenge(.device(levels: devices.policy.payloadLevels, ttl: devices.policy.registrationTTL), keyThumbprint: keyID,
-                             origin: origin, now: now)
+        return try Challenge(kind: .payload, difficulty: 0, count: 0, levels: [], issuedAt: now, ttl: devices.policy.registrationTTL,
+                             keyThumbprint: keyID, originDigest: AttestationScope.originDigest(origin), key: keys.issuingChallengeKey())
     }
 
     /// Verifies seed 003's assertion (`{platform, format, keyId, payload, token}`, ATTEST.md §9.6)
@@ -17,9 +18,9 @@ extension Attestor {
     public func verifySeedAssertion(_ body: [UInt8], origin: String, now: UInt64) async throws(SignCoreError) -> (DeviceRecord, UInt64) {
         let request = try AttestRequest(body: body)
         let challenge = request.challenge
-        guard challenge.kind == .device, let assertion = request.assertion else {
-            throw SignCoreError(.attestationMalformed, "an assertion has a payload, a format, a keyId and a token")
-        }
+        guard challenge.kind == .payload, let assertion = request.assertion,
+              let keyID = DeviceRegistration.decodeBase64(Array(assertion.keyID.utf8)), keyID.count == 32
+        else { throw SignCoreError(.attestationMalformed, "an assertion has a payload, a format, a keyId (base64 of 32 bytes) and a token") }
         guard let key = keys.challengeKey(id: challenge.serverKeyID),
               (try? key.verifyMessage(Array(challenge.body), signature: Array(challenge.tag), context: Challenge.tagContext)) != nil
         else { throw SignCoreError(.challengeForged, "the payload's tag does not verify under a server key") }
@@ -27,7 +28,7 @@ extension Attestor {
         guard challenge.originDigest == AttestationScope.originDigest(origin) else {
             throw SignCoreError(.challengeScopeMismatch, "the payload was issued at another origin")
         }
-        guard DeviceRegistration.decodeBase64(Array(assertion.keyID.utf8)) == challenge.keyThumbprint else {
+        guard keyID == challenge.keyThumbprint else {
             throw SignCoreError(.challengeKeyMismatch, "the payload was issued to another key")
         }
         let counter = try await checkAssertion(assertion, challenge: challenge)

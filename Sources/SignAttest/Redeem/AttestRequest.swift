@@ -53,18 +53,25 @@ public struct AttestRequest: Sendable, Equatable {
         case .device:
             answer = []  // the signed request of a registered key is the answer (ATTEST.md §9.6); `answer` is not read
             assertion = try Self.assertion(in: object)
+        case .payload:
+            answer = []
+            guard let assertion = try Self.assertion(in: object) else {
+                throw SignCoreError(.attestationMalformed, "a payload is answered by a platform's assertion")
+            }
+            self.assertion = assertion
         default:
             throw SignCoreError(.attestationMalformed, "a registration challenge is answered at the device endpoint, not here")
         }
     }
 
-    /// ATTEST.md §9.6: `format` names a platform whose keys assert (`apple-app-attest`), with
-    /// `keyId` and `token` (base64); without `format`, none.
+    /// ATTEST.md §9.6: `format` (a string, checked at step 7), `keyId` and `token` (base64);
+    /// without `format`, none.
     static func assertion(in object: JSONObject) throws(SignCoreError) -> PlatformAssertion? {
         guard let member = object["format"] else { return nil }
-        guard case .string(let name) = member else { throw SignCoreError(.attestationMalformed, "format is a string") }
+        guard case .string(let name) = member, (1...256).contains(name.count) else {
+            throw SignCoreError(.attestationMalformed, "format is a string of 1-256 bytes")
+        }
         let format = DeviceFormat(rawValue: String(decoding: name, as: UTF8.self))
-        guard format == .appleAppAttest else { throw SignCoreError(.formatNotAccepted, "only App Attest keys answer a challenge with an assertion") }
         guard case .string(let keyID)? = object["keyId"], (1...256).contains(keyID.count),
               case .string(let text)? = object["token"], let token = DeviceRegistration.decodeBase64(text), !token.isEmpty
         else { throw SignCoreError(.attestationMalformed, "an assertion has a keyId and a base64 token") }

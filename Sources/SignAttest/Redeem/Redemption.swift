@@ -11,6 +11,9 @@ extension Attestor {
         // 1. An attest request whose challenge parses and whose answer is 8k bytes.
         let request = try AttestRequest(body: body)
         let challenge = request.challenge
+        guard challenge.kind != .payload else {
+            throw SignCoreError(.attestationMalformed, "a payload is asserted at the device endpoint, never redeemed for a token")
+        }
         // 2. The tag, under the `oct` key it names.
         guard let key = keys.challengeKey(id: challenge.serverKeyID),
               (try? key.verifyMessage(Array(challenge.body), signature: Array(challenge.tag), context: Challenge.tagContext)) != nil
@@ -44,8 +47,12 @@ extension Attestor {
         guard try await redemptions.redeem(challenge.id, expiresAt: challenge.expiresAt.addingSaturated(skew), now: now) else {
             throw SignCoreError(.challengeRedeemed, "the challenge has been redeemed already")
         }
-        // 9. An assertion's counter, in the registered key's window (ATTEST.md §9.5).
+        // 9. An assertion's platform key, bound to the key that signs (on its first use), and its
+        // counter, in the key's window (ATTEST.md §9.5, §9.6).
         if let counter, let devices {
+            guard try await devices.registry.bind(keyID: counter.keyID, to: keyThumbprint) else {
+                throw SignCoreError(.deviceKeyMismatch, "the platform key answers for another signing key")
+            }
             try await devices.registry.observe(keyID: counter.keyID, counter: counter.value, now: now)
         }
         return try AttestationToken(levels: challenge.levels, issuedAt: now, ttl: tokenTTL, keyThumbprint: keyThumbprint,

@@ -38,14 +38,27 @@ final class WipedStorage {
     }
 }
 
-/// A secret's file for the modules that hold other secrets than keys (a Play Integrity
-/// decryption key): `body` gets the file's bytes in memory that is wiped after, and may wipe the
-/// arrays it derives with `wipeSecret`.
-@_spi(SignCoreTools)
-public func withSecretFile<R>(_ path: String, _ body: (UnsafeRawBufferPointer) throws(SignCoreError) -> R) throws(SignCoreError) -> R {
-    try JWK.withFile(path, body)
-}
-
 /// Zeroes an array that held secret material.
 @_spi(SignCoreTools)
 public func wipeSecret(_ bytes: inout [UInt8]) { wipe(&bytes) }
+
+/// The bytes of a secret written as base64 in a file (either alphabet, padded or not, white
+/// space around it): the file read into wiped memory, the text normalised there, decoded in
+/// constant time. The caller wipes the result (`wipeSecret`). `invalidConfiguration` when the
+/// file cannot be read or does not hold base64; the message names the path, never the content.
+@_spi(SignCoreTools)
+public func readSecretBase64(file path: String) throws(SignCoreError) -> [UInt8] {
+    try JWK.withFile(path) { (bytes) throws(SignCoreError) -> [UInt8] in
+        try withHeapBuffer(byteCount: bytes.count, wiped: true) { (text) throws(SignCoreError) -> [UInt8] in
+            var count = 0
+            for byte in bytes where byte != 0x20 && byte != 0x0A && byte != 0x0D && byte != 0x09 && byte != UInt8(ascii: "=") {
+                text[count] = byte == UInt8(ascii: "+") ? UInt8(ascii: "-") : byte == UInt8(ascii: "/") ? UInt8(ascii: "_") : byte
+                count += 1
+            }
+            guard let decoded = Base64URL.decode(UnsafeRawBufferPointer(rebasing: text[..<count])) else {
+                throw SignCoreError(.invalidConfiguration, "the file \(path) does not hold base64")
+            }
+            return decoded
+        }
+    }
+}

@@ -138,6 +138,8 @@ public struct AppAttestVerifier: PlatformVerifier {
         guard authData.rpIDHash == Array(SHA256.hash(data: Array(record.appID.utf8))) else {
             throw SignCoreError(.appMismatch, "the assertion is for another app")
         }
+        // The attestation counted 0; every assertion counts from 1 (no "no counter" here).
+        guard authData.counter > 0 else { throw SignCoreError(.platformCounterInvalid, "an assertion's counter is at least 1") }
         return UInt64(authData.counter)
     }
 

@@ -46,14 +46,9 @@ public struct PlayIntegrityVerifier: PlatformVerifier {
     /// base64 (read into memory that is wiped), the verification key's base64 (DER).
     public init(decryptionKeyFile: String, verificationKeyFile: String, certificateDigests: Set<String> = [],
                 appVerdicts: Set<String> = ["PLAY_RECOGNIZED"], deviceVerdict: String = "MEETS_DEVICE_INTEGRITY") throws(SignCoreError) {
-        var secret = try withSecretFile(decryptionKeyFile) { (bytes) throws(SignCoreError) -> [UInt8] in
-            let text = bytes.filter { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
-            return DeviceRegistration.decodeBase64(text) ?? []
-        }
+        var secret = try readSecretBase64(file: decryptionKeyFile)
         defer { wipeSecret(&secret) }
-        let verification = try withSecretFile(verificationKeyFile) { (bytes) throws(SignCoreError) -> [UInt8] in
-            DeviceRegistration.decodeBase64(bytes.filter { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }) ?? []
-        }
+        let verification = try readSecretBase64(file: verificationKeyFile)  // public, read alike
         try self.init(decryptionKey: secret, verificationKey: verification, certificateDigests: certificateDigests, appVerdicts: appVerdicts,
                       deviceVerdict: deviceVerdict)
     }

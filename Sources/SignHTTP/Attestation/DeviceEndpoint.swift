@@ -67,10 +67,10 @@ extension AttestationGate {
                     throw SignCoreError(.deviceKeyMismatch, "the registration is not signed by the key it registers")
                 }
             }
-            let record = try await attestor.register(registration, signedBy: signedBy, origin: origin, now: now)
+            let (record, inserted) = try await attestor.register(registration, signedBy: signedBy, origin: origin, now: now)
             let text = "{\"keyId\":\(Self.quoted(record.keyID)),\"format\":\(Self.quoted(record.format.rawValue)),"
                 + "\"appId\":\(Self.quoted(record.appID)),\"status\":\(Self.quoted(record.status.name))}"
-            return Self.json(record.registeredAt == now ? .created : .ok, text)
+            return Self.json(inserted ? .created : .ok, text)
         } catch {
             let refusal = refusal(error, now: now)
             return (refusal.response, refusal.body)

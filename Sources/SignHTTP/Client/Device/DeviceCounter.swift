@@ -72,7 +72,7 @@ public final class DeviceCounter: Sendable {
     /// Writes `value` to a new file beside `path` (0600), synced, and renames it over `path`.
     private static func save(_ value: UInt64, to path: String) throws(SignCoreError) {
         let temporary = path + ".new"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw SignCoreError(.invalidConfiguration, "cannot write the device counter file \(path)") }
         let text = Array("\(value)\n".utf8)
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -81,6 +81,12 @@ public final class DeviceCounter: Sendable {
         guard written == text.count, synced, rename(temporary, path) == 0 else {
             unlink(temporary)
             throw SignCoreError(.invalidConfiguration, "cannot write the device counter file \(path)")
+        }
+        // The rename itself is durable once the folder is synced.
+        let folder = open(path.contains("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]) : ".", O_RDONLY | O_CLOEXEC)
+        if folder >= 0 {
+            _ = fsync(folder)
+            close(folder)
         }
     }
 }
