@@ -165,6 +165,8 @@ import X509
             ("otherKey", 4, .assertionInvalid, "InvalidSignature"),
             // pyattest does not check the RP ID hash of an assertion; Apple's steps do, and so does SignCore.
             ("wrongApp", 5, .appMismatch, "valid"),
+            // Nor that an assertion counts from 1 (the attestation counted 0).
+            ("valid", 0, .platformCounterInvalid, "valid"),
         ]
         let fixtures = try Self.make(["appId": Self.appID, "registrations": [["name": "key", "challenge": "c", "variant": "valid"]],
                                       "assertions": assertions.map { ["registration": "key", "clientData": "payload", "counter": $0.counter, "variant": $0.variant] }])

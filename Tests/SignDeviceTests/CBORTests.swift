@@ -10,6 +10,14 @@ import Testing
         return Result { () throws(CBOR.Failure) in try CBOR(decoding: bytes) }
     }
 
+    /// A map of 2,047 distinct keys (the most the item limit allows) reads, each key checked once.
+    @Test func aLargeMapReadsInOnePass() throws {
+        var hex = "b907ff"
+        for index in 0..<2047 { hex += String(format: "19%04x", 1000 + index) + "f6" }
+        guard case .map(let entries) = try read(hex).get() else { Issue.record("not a map"); return }
+        #expect(entries.count == 2047)
+    }
+
     @Test func readsWhatAttestationsUse() throws {
         #expect(try read("a263666d746f6170706c652d61707061747465737468617574684461746143010203").get()
             == .map([.init(key: .text("fmt"), value: .text("apple-appattest")), .init(key: .text("authData"), value: .bytes([1, 2, 3]))]))
@@ -34,6 +42,10 @@ import Testing
             #expect(read(hex).mapError { $0 } == .failure(failure), "\(hex)")
         }
         #expect(read("99" + "1001" + String(repeating: "00", count: 4097)).mapError { $0 } == .failure(.tooManyItems))
+        // Keys are compared as bytes: "é" precomposed and decomposed are two keys, one key twice is refused.
+        guard case .success(.map(let entries)) = read("a262c3a9016365cc8102") else { Issue.record("two keys alike in Unicode refused"); return }
+        #expect(entries.count == 2)
+        #expect(read("a262c3a90162c3a902").mapError { $0 } == .failure(.duplicateKey))
         #expect((try? CBOR(decoding: [UInt8](repeating: 0, count: 65537))) == nil)
     }
 }

@@ -236,8 +236,8 @@ import Testing
         let server = try PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
-        let client = try SigningKey.generate(.ed25519)
-        let keys = try folder.writeKeys([client.publicOnly()])
+        let client = try SigningKey.generate(.ed25519), otherClient = try SigningKey.generate(.ed25519)
+        let keys = try folder.writeKeys([client.publicOnly(), otherClient.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
         // The test CA (made by a first run of the independent implementation), trusted by signd.
         let authority = try Self.make(["appId": Self.app, "registrations": []]).authority
@@ -257,14 +257,14 @@ import Testing
             try await withGateway(json) { port in
                 let http = HTTPClient(eventLoopGroupProvider: .singleton)
                 defer { _ = http.shutdown() }
-                func send(_ method: HTTPMethod, _ path: String, body: String? = nil, signed: Bool = false,
+                func send(_ method: HTTPMethod, _ path: String, body: String? = nil, signed: Bool = false, by signingKey: SigningKey? = nil,
                           fields: [(String, String)] = []) async throws -> (status: UInt, code: Int?, body: [UInt8], challenge: String?) {
                     var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
                     request.method = method
                     request.headers.add(name: "host", value: "gateway.test")
                     for (name, value) in fields { request.headers.add(name: name, value: value) }
                     if signed {
-                        let signer = try Signer(key: client, coveredHeaders: fields.map { $0.0 })
+                        let signer = try Signer(key: signingKey ?? client, coveredHeaders: fields.map { $0.0 })
                         let headers = try signer.sign(method: RequestMethod(token: method.rawValue), url: "https://gateway.test" + path,
                                                       body: Array((body ?? "").utf8), headers: fields.map { HeaderField($0.0, $0.1) })
                         request.headers.add(name: "whash", value: headers.whash)
@@ -296,9 +296,10 @@ import Testing
                                               "assertions": [["privateKey": phone.privateKey, "clientData": challenge, "counter": counter, "variant": variant]]])
                     return try #require(made.assertions.first).token
                 }
-                func attest(_ challenge: String, _ token: String) async throws -> (status: UInt, code: Int?, body: [UInt8], challenge: String?) {
+                func attest(_ challenge: String, _ token: String, by signingKey: SigningKey? = nil) async throws
+                    -> (status: UInt, code: Int?, body: [UInt8], challenge: String?) {
                     let body = #"{"challenge":"\#(challenge)","format":"apple-app-attest","keyId":"\#(phone.keyId)","token":"\#(token)"}"#
-                    return try await send(.POST, "/.well-known/signcore/attest", body: body, signed: true)
+                    return try await send(.POST, "/.well-known/signcore/attest", body: body, signed: true, by: signingKey)
                 }
                 let first = try await send(.GET, "/platform/x", signed: true)
                 #expect(first.status == 428 && first.code == 80)
@@ -317,6 +318,9 @@ import Testing
                 #expect(try await attest(d3, try assertion(over: d2, counter: 5)).code == 115)
                 let d4 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
                 #expect(try await attest(d4, try assertion(over: d4, counter: 6, variant: "tampered")).code == 115)
+                // The phone's App Attest key answers for the key that first used it, not for another install's key.
+                let foreign = try #require(try await send(.GET, "/platform/y", signed: true, by: otherClient).challenge)
+                #expect(try await attest(foreign, try assertion(over: foreign, counter: 7), by: otherClient).code == 104)
                 // 4. Seed 003's own assertion, unsigned: a one-time payload for the key, an assertion over it.
                 let payloadAnswer = try await send(.GET, "/.well-known/signcore/devices/payload?keyId=" + phone.keyId.replacingOccurrences(of: "+", with: "%2B")
                                                     .replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: "=", with: "%3D"))
@@ -325,11 +329,16 @@ import Testing
                 let verified = try await send(.POST, "/.well-known/signcore/devices/assertions", body: seed)
                 #expect(verified.status == 200 && object(verified.body)["counter"] as? Int == 10, "\(String(decoding: verified.body, as: UTF8.self))")
                 #expect(try await send(.POST, "/.well-known/signcore/devices/assertions", body: seed).code == 88)
+                // A payload is never redeemed at the attest endpoint for a token.
+                let payload2 = try #require(object(try await send(.GET, "/.well-known/signcore/devices/payload?keyId=" + phone.keyId
+                    .replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: "=", with: "%3D")).body)["payload"] as? String)
+                let redeemedPayload = try await attest(payload2, try assertion(over: payload2, counter: 12))
+                #expect(redeemedPayload.status == 400 && redeemedPayload.code == 81)
                 // 5. Revoked: refused from then on.
                 let operatorView = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: quietLogger)
                 #expect(try await operatorView.revokeDevice(keyID: phone.keyId))
                 let d5 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
-                #expect(try await attest(d5, try assertion(over: d5, counter: 11)).code == 101)
+                #expect(try await attest(d5, try assertion(over: d5, counter: 13)).code == 101)
                 #expect(upstream.all.map(\.path) == ["/platform/x"])
             }
         }
