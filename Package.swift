@@ -4,6 +4,9 @@ import Foundation
 
 // SIGNCORE_CORE_ONLY=1 leaves the server and client modules out: CI builds the core's release and swift-crypto configurations in seconds, not minutes of SwiftNIO.
 let coreOnly = ProcessInfo.processInfo.environment["SIGNCORE_CORE_ONLY"].map { !$0.isEmpty && $0 != "0" } ?? false
+// SIGNCORE_DEVICE_BENCH=1 (scripts/device-bench) gives the bench its device rows, which need App
+// Attest and PostgreSQL: minutes of release build that CI's bench run does without.
+let deviceBench = !coreOnly && (ProcessInfo.processInfo.environment["SIGNCORE_DEVICE_BENCH"].map { !$0.isEmpty && $0 != "0" } ?? false)
 
 // The crypto backend (Sources/SignCore/Crypto): libsodium + OpenSSL through CSignShim by default on
 // Linux; swift-crypto (CryptoKit on Apple platforms, BoringSSL elsewhere) on Apple platforms always,
@@ -72,10 +75,11 @@ if onLinux {
         .target(name: "CBench", dependencies: ["CSignShim", "CSignBytes"], linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("crypto")]),
         .executableTarget(
             name: "bench",
-            // The device rows (App Attest, the counter window on PostgreSQL) when the server modules are built.
+            // The device rows (App Attest, the counter window on PostgreSQL) only with SIGNCORE_DEVICE_BENCH.
             dependencies: ["SignCore", "SignAttest", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-                + (coreOnly ? [] : ["SignDevice", "SignPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
-                                    .product(name: "Crypto", package: "swift-crypto")])
+                + (deviceBench ? ["SignDevice", "SignPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
+                                  .product(name: "Crypto", package: "swift-crypto")] : []),
+            swiftSettings: deviceBench ? [.define("SIGNCORE_DEVICE_BENCH")] : []
         ),
         // A single-threaded driver that valgrind can run: instructions per operation (scripts/instructions).
         .executableTarget(name: "instructions", dependencies: ["SignCore", "CSignShim"]),

@@ -28,7 +28,7 @@ struct Bench: AsyncParsableCommand {
 
     /// The device keys' rows, when the server modules are built (docs/ATTEST.md §9).
     func deviceCases() throws -> [BenchCase] {
-        #if canImport(SignDevice)
+        #if SIGNCORE_DEVICE_BENCH
         try DeviceBench.cases(postgres: postgres)
         #else
         []

@@ -1,4 +1,4 @@
-#if canImport(SignDevice)
+#if SIGNCORE_DEVICE_BENCH
 import CBench
 import Crypto
 import Foundation
