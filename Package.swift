@@ -112,7 +112,8 @@ let servers: [Target] = [
                                                .product(name: "SwiftASN1", package: "swift-asn1"),
                                                .product(name: "Crypto", package: "swift-crypto"),
                                                .product(name: "_CryptoExtras", package: "swift-crypto")]),
-    .testTarget(name: "SignDeviceTests", dependencies: ["SignDevice", "SignAttest", "SignCore", .product(name: "X509", package: "swift-certificates"),
+    .testTarget(name: "SignDeviceTests", dependencies: ["SignDevice", "SignAttest", "SignCore", "SignTestSupport",
+                                                        .product(name: "X509", package: "swift-certificates"),
                                                         .product(name: "Crypto", package: "swift-crypto")],
                 resources: [.copy("Fixtures")]),
     // The verifying reverse proxy.

@@ -3,6 +3,7 @@ import Foundation
 @_spi(SignCoreTools) import SignCore
 import SignAttest
 import SignDevice
+import SignTestSupport
 import Testing
 import X509
 
@@ -115,23 +116,7 @@ import X509
     }
 
     /// scripts/device-fixtures' output for `request`.
-    static func run(_ request: [String: Any]) throws -> Data {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/device-fixtures")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "scripts/device-fixtures failed (python3 with cryptography, cbor2 and pyattest: scripts/setup)")
-        return data
-    }
+    static func run(_ request: [String: Any]) throws -> Data { try deviceFixtures(request) }
 
     /// Each variant: SignCore's code, and pyattest's verdict for the same object.
     static let variants: [(variant: String, code: SignCoreError.Code?, pyattest: String)] = [

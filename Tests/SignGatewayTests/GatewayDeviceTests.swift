@@ -216,20 +216,7 @@ import Testing
     }
 
     static func make(_ request: [String: Any]) throws -> Made {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/device-fixtures")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return try JSONDecoder().decode(Made.self, from: data)
+        try JSONDecoder().decode(Made.self, from: try deviceFixtures(request))
     }
 
     @Test func registerThenEarnThePlatformLevelWithAnAssertion() async throws {
@@ -444,24 +431,11 @@ extension GatewayAppAttestTests {
         struct Token: Decodable { let token: String }
     }
 
-/// The Play Console's keys (made by scripts/device-fixtures) and a verdict for each (nonce, variant).
-static func make(_ cases: [(String, String)]) throws -> Made.Play {
-        let request: [String: Any] = ["appId": Self.package, "registrations": [],
-                                      "playIntegrity": ["package": Self.package, "cases": cases.map { ["nonce": $0.0, "variant": $0.1] }]]
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("scripts/device-fixtures")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return try JSONDecoder().decode(Made.self, from: data).playIntegrity
+    /// The Play Console's keys (made by scripts/device-fixtures) and a verdict for each (nonce, variant).
+    static func make(_ cases: [(String, String)]) throws -> Made.Play {
+        let request: [String: Any] = ["appId": package, "registrations": [],
+                                      "playIntegrity": ["package": package, "cases": cases.map { ["nonce": $0.0, "variant": $0.1] }]]
+        return try JSONDecoder().decode(Made.self, from: try deviceFixtures(request)).playIntegrity
     }
 
     @Test func anAndroidInstallRegistersWithAVerdictAndEarnsThePlatformLevel() async throws {

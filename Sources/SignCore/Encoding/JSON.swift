@@ -47,3 +47,7 @@ enum JSON: Sendable {
         return out + "\""
     }
 }
+
+/// A JSON string literal of public text (RFC 8259 §7), for the flows that write short JSON.
+@_spi(SignCoreTools)
+public func jsonQuoted(_ text: String) -> String { JSON.quote(text) }

@@ -1,6 +1,6 @@
 import HTTPTypes
 import SignAttest
-import SignCore
+@_spi(SignCoreTools) import SignCore
 
 /// The device endpoint (docs/ATTEST.md §9.2), transport-neutral: registration challenges, and
 /// registrations; and the counter every request of a registered key carries (§9.5).
@@ -68,8 +68,8 @@ extension AttestationGate {
                 }
             }
             let (record, inserted) = try await attestor.register(registration, signedBy: signedBy, origin: origin, now: now)
-            let text = "{\"keyId\":\(Self.quoted(record.keyID)),\"format\":\(Self.quoted(record.format.rawValue)),"
-                + "\"appId\":\(Self.quoted(record.appID)),\"status\":\(Self.quoted(record.status.name))}"
+            let text = "{\"keyId\":\(jsonQuoted(record.keyID)),\"format\":\(jsonQuoted(record.format.rawValue)),"
+                + "\"appId\":\(jsonQuoted(record.appID)),\"status\":\(jsonQuoted(record.status.name))}"
             return Self.json(inserted ? .created : .ok, text)
         } catch {
             let refusal = refusal(error, now: now)
@@ -101,8 +101,8 @@ extension AttestationGate {
         do throws(SignCoreError) {
             guard request.method == .post else { throw SignCoreError(.unsupportedMethod, "an assertion is sent with POST") }
             let (record, counter) = try await attestor.verifySeedAssertion(body, origin: origin, now: now)
-            return Self.json(.ok, "{\"keyId\":\(Self.quoted(record.keyID)),\"format\":\(Self.quoted(record.format.rawValue)),"
-                + "\"appId\":\(Self.quoted(record.appID)),\"counter\":\(counter)}")
+            return Self.json(.ok, "{\"keyId\":\(jsonQuoted(record.keyID)),\"format\":\(jsonQuoted(record.format.rawValue)),"
+                + "\"appId\":\(jsonQuoted(record.appID)),\"counter\":\(counter)}")
         } catch {
             let refusal = refusal(error, now: now)
             return (refusal.response, refusal.body)
@@ -152,19 +152,5 @@ extension AttestationGate {
         fields[.contentType] = "application/json"
         fields[.cacheControl] = "no-store"
         return (HTTPResponse(status: status, headerFields: fields), Array(text.utf8))
-    }
-
-    /// A JSON string literal of public text.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

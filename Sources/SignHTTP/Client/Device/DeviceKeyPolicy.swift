@@ -1,6 +1,6 @@
 import HTTPTypes
 import SignAttest
-import SignCore
+@_spi(SignCoreTools) import SignCore
 
 /// The client half of device keys (docs/ATTEST.md §9): every request carries the key's counter
 /// (`signcore-counter`, covered by the signature, §9.5), and a request refused because the server
@@ -63,30 +63,14 @@ public struct DeviceKeyPolicy: ExchangePolicy {
     public func register(client: SigningClient, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> Bool {
         let key = client.signer.key
         let keyID = Base64URL.encode(key.thumbprint.bytes)
-        // 1. A registration challenge bound to this key.
-        let asked = try HTTPRequest(method: .get, urlString: origin.origin + endpoint + "/challenge?keyId=" + keyID)
-        let (issued, issuedBody) = try await Self.send(asked, body: [], via: transport)
-        guard issued.status == .ok else {
-            if let code = ReceivedRefusal(issued, knownCodes: SignCoreError.Code.deviceCodes)?.code { throw SignCoreError(code, "the device endpoint refused a challenge") }
-            return false
-        }
-        guard let object = try? JSONObject(bytes: issuedBody, maxBytes: 4096), case .string(let challenge)? = object["challenge"] else {
-            throw SignCoreError(.registrationMalformed, "the device endpoint's challenge is not one")
-        }
-        // 2. The registration, signed by the key it registers.
+        guard let challenge = try await registrationChallenge(keyID: keyID, origin: origin, via: transport) else { return false }
+        // The registration, signed by the key it registers.
         let jwk = try JWK.serialize(key, includePrivate: false)
-        let body = Array("""
-            {"format":"signcore","keyId":"\(keyID)","jwk":\(jwk),"challenge":"\(String(decoding: challenge, as: UTF8.self))",\
-            "appId":\(AttestationGate.quoted(appID))}
-            """.utf8)
+        let body = Array(#"{"format":"signcore","keyId":"\#(keyID)","jwk":\#(jwk),"challenge":"\#(challenge)","appId":\#(jsonQuoted(appID))}"#.utf8)
         var request = try HTTPRequest(method: .post, urlString: origin.origin + endpoint)
         request.headerFields[.contentType] = "application/json"
         try await client.signer(for: origin).signAsync(&request, body: body, names: client.names)
-        let (response, _) = try await Self.send(request, body: body, via: transport)
-        guard response.status == .created || response.status == .ok else {
-            let code = ReceivedRefusal(response, knownCodes: SignCoreError.Code.deviceCodes)?.code ?? .registrationMalformed
-            throw SignCoreError(code, "the device endpoint refused the registration")
-        }
+        try await Self.registered(request, body: body, via: transport)
         return true
     }
 
@@ -96,26 +80,38 @@ public struct DeviceKeyPolicy: ExchangePolicy {
     public func register(_ asserter: any PlatformAsserter, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> Bool {
         let escaped = asserter.keyID.replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(of: "/", with: "%2F")
             .replacingOccurrences(of: "=", with: "%3D")
-        let asked = try HTTPRequest(method: .get, urlString: origin.origin + endpoint + "/challenge?keyId=" + escaped)
-        let (issued, issuedBody) = try await Self.send(asked, body: [], via: transport)
-        guard issued.status == .ok else {
-            if let code = ReceivedRefusal(issued, knownCodes: SignCoreError.Code.deviceCodes)?.code { throw SignCoreError(code, "the device endpoint refused a challenge") }
-            return false
-        }
-        guard let object = try? JSONObject(bytes: issuedBody, maxBytes: 4096), case .string(let bytes)? = object["challenge"] else {
-            throw SignCoreError(.registrationMalformed, "the device endpoint's challenge is not one")
-        }
-        let challenge = String(decoding: bytes, as: UTF8.self)
+        guard let challenge = try await registrationChallenge(keyID: escaped, origin: origin, via: transport) else { return false }
         let token = try await asserter.attestation(clientData: Array(challenge.utf8))
         let body = Array(#"{"platform":"ios","format":"\#(asserter.format.rawValue)","keyId":"\#(asserter.keyID)","challenge":"\#(challenge)","token":"\#(DeviceRegistration.base64(token))"}"#.utf8)
         var request = try HTTPRequest(method: .post, urlString: origin.origin + endpoint)
         request.headerFields[.contentType] = "application/json"
-        let (response, _) = try await Self.send(request, body: body, via: transport)
+        try await Self.registered(request, body: body, via: transport)
+        return true
+    }
+
+    /// A registration challenge bound to `keyID` (as the query writes it); nil when the origin
+    /// has no device endpoint; its refusal when it refuses.
+    private func registrationChallenge(keyID: String, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> String? {
+        let asked = try HTTPRequest(method: .get, urlString: origin.origin + endpoint + "/challenge?keyId=" + keyID)
+        let (issued, issuedBody) = try await Self.send(asked, body: [], via: transport)
+        guard issued.status == .ok else {
+            if let code = ReceivedRefusal(issued, knownCodes: SignCoreError.Code.deviceCodes)?.code { throw SignCoreError(code, "the device endpoint refused a challenge") }
+            return nil
+        }
+        // The challenge is base64url (checked): it goes into the registration's JSON as it is.
+        guard let object = try? JSONObject(bytes: issuedBody, maxBytes: 4096), case .string(let bytes)? = object["challenge"],
+              let text = Optional(String(decoding: bytes, as: UTF8.self)), Base64URL.decode(text) != nil
+        else { throw SignCoreError(.registrationMalformed, "the device endpoint's challenge is not one") }
+        return text
+    }
+
+    /// Sends a registration: 201 or 200, else the refusal as an error.
+    private static func registered(_ request: HTTPRequest, body: [UInt8], via transport: any DirectTransport) async throws(SignCoreError) {
+        let (response, _) = try await send(request, body: body, via: transport)
         guard response.status == .created || response.status == .ok else {
             let code = ReceivedRefusal(response, knownCodes: SignCoreError.Code.deviceCodes)?.code ?? .registrationMalformed
-            throw SignCoreError(code, "the device endpoint refused the platform key's registration")
+            throw SignCoreError(code, "the device endpoint refused the registration")
         }
-        return true
     }
 
     private static func send(_ request: HTTPRequest, body: [UInt8], via transport: any DirectTransport) async throws(SignCoreError) -> (HTTPResponse, [UInt8]) {
