@@ -146,6 +146,7 @@ let servers: [Target] = [
     ]),
     .testTarget(name: "SignClientTests", dependencies: [
         "SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
+        .product(name: "Crypto", package: "swift-crypto"),
         hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
         .product(name: "HTTPTypesFoundation", package: "swift-http-types"), .product(name: "AsyncHTTPClient", package: "async-http-client"),
         .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"), .product(name: "NIOCore", package: "swift-nio"),
