@@ -59,10 +59,13 @@ public final class PostgresDeviceRegistry: DeviceRegistry, Sendable {
                     registered_at bigint NOT NULL,
                     counter_high bigint NOT NULL DEFAULT 0,
                     counter_seen bit(128) NOT NULL DEFAULT 0::bit(128),
-                    last_seen bigint NOT NULL,
-                    bound_key bytea
+                    last_seen bigint NOT NULL
                 )
                 """,
+            ]),
+            // The platform key's binding to the SignCore key it answers for (ATTEST.md §9.6).
+            SchemaMigration(version: 2, statements: [
+                "ALTER TABLE \(configuration.table) ADD COLUMN IF NOT EXISTS bound_key bytea",
             ]),
         ]
     }

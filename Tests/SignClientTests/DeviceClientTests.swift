@@ -8,7 +8,7 @@ import HTTPTypesFoundation
 import Hummingbird
 import HummingbirdTesting
 import SignAttest
-import SignCore
+@_spi(SignCoreTools) import SignCore
 import SignHTTP
 import SignHummingbird
 import SignURLSession
@@ -54,6 +54,36 @@ import Testing
             // Registered once, counting: each attempt carried the next counter.
             let record = try #require(try await registry.device(keyID: enclave.id))
             #expect(record.format == .signcore && record.counter.highest >= 4)
+        }
+    }
+
+    /// A server that relays another server's challenge (bound to a key of its own) gets no work
+    /// and no assertion: the client answers only challenges issued to its key at that origin, and
+    /// delivers the 428 as it came.
+    @Test func aRelayedChallengeIsNotAnswered() async throws {
+        let keys = try AttestationKeys([SigningKey.generate(.hmacSHA256, id: "challenge-1"), SigningKey.generate(.ed25519, id: "token-1")])
+        let attestor = try Attestor(keys: keys, redemptions: InMemoryRedemptionStore())
+        let relayer = try SigningKey.generate(.ed25519)
+        let attests = Locked(0)
+        let router = Router()
+        router.get("/v1/profile") { request, _ -> Response in
+            // A challenge issued elsewhere, to the relaying server's own key.
+            let challenge = try attestor.challenge(.device(levels: .level(15)), keyThumbprint: relayer.thumbprint.bytes,
+                                                   origin: "https://victim.example", now: UInt64(SystemClock.milliseconds()))
+            let refusal = try Refusal(SignCoreError(.attestationRequired, "a challenge"), serverTime: SystemClock.seconds(),
+                                  fields: [HTTPField.Name("attest-challenge")!: challenge.text, HTTPField.Name("signcore-action")!: "challenge"])
+            return Response(refusal)
+        }
+        router.post("/.well-known/signcore/attest") { _, _ -> String in
+            attests.withLock { $0 += 1 }
+            return "{}"
+        }
+        let client = try SigningClient(signer: Signer(key: SigningKey.generate(.ed25519)), attestation: AttestationPolicy())
+        try await Application(router: router).test(.live) { server in
+            let url = URL(string: "http://127.0.0.1:\(server.port ?? 0)/v1/profile")!
+            let (_, response) = try await URLSession.shared.signedData(for: HTTPRequest(method: .get, url: url), client: client)
+            #expect(response.status == .preconditionRequired)
+            #expect(attests.withLock { $0 } == 0)
         }
     }
 }

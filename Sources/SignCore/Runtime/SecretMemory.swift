@@ -55,10 +55,15 @@ public func readSecretBase64(file path: String) throws(SignCoreError) -> [UInt8]
                 text[count] = byte == UInt8(ascii: "+") ? UInt8(ascii: "-") : byte == UInt8(ascii: "/") ? UInt8(ascii: "_") : byte
                 count += 1
             }
-            guard let decoded = Base64URL.decode(UnsafeRawBufferPointer(rebasing: text[..<count])) else {
-                throw SignCoreError(.invalidConfiguration, "the file \(path) does not hold base64")
+            // Decoded into wiped memory too, and copied out only when valid: a failed decode leaves nothing.
+            return try withHeapBuffer(byteCount: count, wiped: true) { (out) throws(SignCoreError) -> [UInt8] in
+                var writer = ByteWriter(out)
+                guard Base64URL.decodedLength(count) != nil,
+                      Base64URL.decodeSecret(UnsafeRawBufferPointer(rebasing: text[..<count]), into: &writer) else {
+                    throw SignCoreError(.invalidConfiguration, "the file \(path) does not hold base64")
+                }
+                return Array(writer.written)
             }
-            return decoded
         }
     }
 }

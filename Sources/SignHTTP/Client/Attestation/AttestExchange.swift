@@ -98,7 +98,8 @@ struct AttestExchange {
     private func challenge(in response: HTTPResponse) -> Challenge? {
         guard response.status == .preconditionRequired, let field = response.headerFields[policy.names.challenge] else { return nil }
         if let now = ReceivedRefusal(response)?.serverTime { client.heal(serverTime: now, origin: origin) }
-        return try? Challenge(parsing: field)
+        guard let challenge = try? Challenge(parsing: field), challenge.isIssued(to: client.signer.key, at: origin) else { return nil }
+        return challenge
     }
 
     /// The endpoint's refusal as this client's error: its code when known, else `attestationMalformed`
@@ -130,5 +131,17 @@ struct AttestExchange {
                   let now = refusal.serverTime, client.heal(serverTime: now, origin: origin) else { return (response, bytes) }
         }
         throw SignCoreError(.expired, "the attest endpoint refused the client's clock twice")
+    }
+}
+
+extension Challenge {
+    /// Whether this challenge was issued to `key` at `origin` (its key and origin fields): a
+    /// client answers no other, so a server cannot relay another server's challenge (bound to the
+    /// relaying server's key) for the client's work or its platform key's assertion.
+    func isIssued(to key: SigningKey, at origin: OriginState) -> Bool {
+        guard let canonical = try? CanonicalURL.canonicalize(origin.origin + "/"), let name = AttestationScope.origin(ofCanonicalURL: canonical) else {
+            return false
+        }
+        return keyThumbprint == key.thumbprint.bytes && originDigest == AttestationScope.originDigest(name)
     }
 }

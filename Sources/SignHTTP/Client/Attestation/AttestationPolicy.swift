@@ -71,7 +71,8 @@ public struct AttestationPolicy: ExchangePolicy {
         guard exchange.response.status == .preconditionRequired,
               let refusal = ReceivedRefusal(exchange.response, knownCodes: Self.knownCodes, knownAdvice: [.attest]),
               refusal.advice == .attest, let field = exchange.response.headerFields[names.challenge],
-              let challenge = try? Challenge(parsing: field) else { return .deliver }
+              let challenge = try? Challenge(parsing: field),
+              challenge.isIssued(to: exchange.client.signer.key, at: exchange.origin) else { return .deliver }
         let attestation = OriginAttestation.of(exchange.origin)
         attestation.noteRequired(challenge.levels)
         let sent = exchange.request.headerFields[names.token]

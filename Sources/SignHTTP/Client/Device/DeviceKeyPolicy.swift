@@ -63,7 +63,9 @@ public struct DeviceKeyPolicy: ExchangePolicy {
     public func register(client: SigningClient, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> Bool {
         let key = client.signer.key
         let keyID = Base64URL.encode(key.thumbprint.bytes)
-        guard let challenge = try await registrationChallenge(keyID: keyID, origin: origin, via: transport) else { return false }
+        guard let challenge = try await registrationChallenge(keyID: keyID, bound: key.thumbprint.bytes, origin: origin, via: transport) else {
+            return false
+        }
         // The registration, signed by the key it registers.
         let jwk = try JWK.serialize(key, includePrivate: false)
         let body = Array(#"{"format":"signcore","keyId":"\#(keyID)","jwk":\#(jwk),"challenge":"\#(challenge)","appId":\#(jsonQuoted(appID))}"#.utf8)
@@ -80,7 +82,10 @@ public struct DeviceKeyPolicy: ExchangePolicy {
     public func register(_ asserter: any PlatformAsserter, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> Bool {
         let escaped = asserter.keyID.replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(of: "/", with: "%2F")
             .replacingOccurrences(of: "=", with: "%3D")
-        guard let challenge = try await registrationChallenge(keyID: escaped, origin: origin, via: transport) else { return false }
+        guard let bound = DeviceRegistration.decodeBase64(Array(asserter.keyID.utf8)), bound.count == 32 else {
+            throw SignCoreError(.registrationMalformed, "an App Attest key id is the base64 of 32 bytes")
+        }
+        guard let challenge = try await registrationChallenge(keyID: escaped, bound: bound, origin: origin, via: transport) else { return false }
         let token = try await asserter.attestation(clientData: Array(challenge.utf8))
         let body = Array(#"{"platform":"ios","format":"\#(asserter.format.rawValue)","keyId":"\#(asserter.keyID)","challenge":"\#(challenge)","token":"\#(DeviceRegistration.base64(token))"}"#.utf8)
         var request = try HTTPRequest(method: .post, urlString: origin.origin + endpoint)
@@ -89,9 +94,11 @@ public struct DeviceKeyPolicy: ExchangePolicy {
         return true
     }
 
-    /// A registration challenge bound to `keyID` (as the query writes it); nil when the origin
-    /// has no device endpoint; its refusal when it refuses.
-    private func registrationChallenge(keyID: String, origin: OriginState, via transport: any DirectTransport) async throws(SignCoreError) -> String? {
+    /// A registration challenge bound to `keyID` (as the query writes it; `bound`, its 32 bytes)
+    /// at `origin`, checked to be one: the platform attests nothing else. Nil when the origin has
+    /// no device endpoint; its refusal when it refuses.
+    private func registrationChallenge(keyID: String, bound: [UInt8], origin: OriginState,
+                                       via transport: any DirectTransport) async throws(SignCoreError) -> String? {
         let asked = try HTTPRequest(method: .get, urlString: origin.origin + endpoint + "/challenge?keyId=" + keyID)
         let (issued, issuedBody) = try await Self.send(asked, body: [], via: transport)
         guard issued.status == .ok else {
@@ -100,8 +107,11 @@ public struct DeviceKeyPolicy: ExchangePolicy {
         }
         // The challenge is base64url (checked): it goes into the registration's JSON as it is.
         guard let object = try? JSONObject(bytes: issuedBody, maxBytes: 4096), case .string(let bytes)? = object["challenge"],
-              let text = Optional(String(decoding: bytes, as: UTF8.self)), Base64URL.decode(text) != nil
-        else { throw SignCoreError(.registrationMalformed, "the device endpoint's challenge is not one") }
+              let text = Optional(String(decoding: bytes, as: UTF8.self)), let challenge = try? Challenge(parsing: text),
+              challenge.kind == .registration, challenge.keyThumbprint == bound,
+              let canonical = try? CanonicalURL.canonicalize(origin.origin + "/"), let name = AttestationScope.origin(ofCanonicalURL: canonical),
+              challenge.originDigest == AttestationScope.originDigest(name)
+        else { throw SignCoreError(.registrationMalformed, "the device endpoint's challenge is not one for this key and origin") }
         return text
     }
 
