@@ -1,77 +1,8 @@
-import Foundation
-import HTTPTypes
 import Hummingbird
 import NIOCore
 import SignCore
+import SignHTTP
 
-/// An IPv4 or IPv6 address as its bytes (4 or 16); an IPv4-mapped IPv6 address is its IPv4 one.
-public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
-    public let bytes: [UInt8]
-
-    /// Parses the textual forms inet_pton accepts (no zone, no port, no brackets).
-    public init?(_ text: some StringProtocol) {
-        guard text.utf8.count <= 45, !text.isEmpty else { return nil }
-        var v4 = in_addr(), v6 = in6_addr()
-        let string = String(text)
-        if inet_pton(AF_INET, string, &v4) == 1 {
-            bytes = withUnsafeBytes(of: &v4) { Array($0) }
-        } else if inet_pton(AF_INET6, string, &v6) == 1 {
-            let all = withUnsafeBytes(of: &v6) { Array($0) }
-            bytes = all[0..<12].elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) ? Array(all[12...]) : all
-        } else {
-            return nil
-        }
-    }
-
-    init?(_ address: SocketAddress) {
-        guard let text = address.ipAddress else { return nil }
-        self.init(text)
-    }
-
-    public var isIPv6: Bool { bytes.count == 16 }
-
-    /// The canonical text (RFC 5952 for IPv6, as inet_ntop writes it).
-    public var description: String {
-        var buffer = [CChar](repeating: 0, count: 64)
-        var copy = bytes
-        let family = isIPv6 ? AF_INET6 : AF_INET
-        return copy.withUnsafeMutableBytes { raw in
-            guard inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) != nil else { return "?" }
-            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-    }
-}
-
-/// A network in CIDR notation (`10.0.0.0/8`, `::1/128`); an address alone is its /32 or /128.
-public struct IPNetwork: Sendable, Hashable {
-    public let address: IPAddress
-    public let prefixLength: Int
-
-    public init?(_ text: String) {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count <= 2, let address = IPAddress(parts[0]) else { return nil }
-        let bits = address.bytes.count * 8
-        if parts.count == 2 {
-            guard (1...3).contains(parts[1].utf8.count), parts[1].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-                  let length = Int(parts[1]), (0...bits).contains(length) else { return nil }
-            prefixLength = length
-        } else {
-            prefixLength = bits
-        }
-        self.address = address
-    }
-
-    public func contains(_ other: IPAddress) -> Bool {
-        guard other.bytes.count == address.bytes.count else { return false }
-        var left = prefixLength
-        for (a, b) in zip(address.bytes, other.bytes) where left > 0 {
-            let mask: UInt8 = left >= 8 ? 0xFF : ~(0xFF >> UInt8(left))
-            if a & mask != b & mask { return false }
-            left -= 8
-        }
-        return true
-    }
-}
 
 /// Sets the context's client address first thing: the TCP peer's, unless the peer is a trusted
 /// proxy; then the rightmost address that is not itself a trusted proxy in the one field the
@@ -82,108 +13,12 @@ public struct IPNetwork: Sendable, Hashable {
 /// read (and are removed upstream).
 struct ClientAddressMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
-    let trusted: [IPNetwork]
-    /// Which field the trusted proxies write.
-    let field: GatewayConfiguration.ProxyField
-
-    static let forwarded = HTTPField.Name("forwarded")!
-    static let forwardedFor = HTTPField.Name("x-forwarded-for")!
-    /// The most hops read from a trusted proxy's list.
-    static let maxHops = 32
+    let proxies: TrustedProxies
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.forwardingChain = chain(peer: context.peer.flatMap(IPAddress.init), fields: request.headers)
+        context.forwardingChain = proxies.chain(peer: context.peer?.ipAddress.flatMap { IPAddress($0) }, fields: request.headers)
         context.signCore.clientAddress = context.clientAddress?.description
         return try await next(request, context)
-    }
-
-    /// The client and the hops from it to signd (the client first, the peer last), all addresses.
-    func chain(peer: IPAddress?, fields: HTTPFields) -> [IPAddress] {
-        guard let peer else { return [] }
-        var reversed = [peer]
-        guard isTrusted(peer) else { return reversed }
-        let reported: [String?] = switch field {
-        case .xForwardedFor: fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { Self.trim($0) }
-        case .forwarded: fields[values: Self.forwarded].flatMap { Self.forValues($0) ?? [nil] }
-        }
-        for entry in reported.reversed() {
-            guard reversed.count <= Self.maxHops, let address = entry.flatMap(IPAddress.init) else { break }
-            reversed.append(address)
-            if !isTrusted(address) { break }
-        }
-        return reversed.reversed()
-    }
-
-    func isTrusted(_ address: IPAddress) -> Bool { trusted.contains { $0.contains(address) } }
-
-    static func trim(_ text: Substring) -> String {
-        String(text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
-    }
-
-    /// The `for` address of each element of a `Forwarded` field value (RFC 7239 §4: elements by
-    /// `,`, pairs by `;`, each value a token or a quoted-string, in which `,` `;` `=` are text),
-    /// nil for an element without one or whose `for` is no address (`unknown`, `_hidden`); nil
-    /// for the whole value when it does not parse.
-    static func forValues(_ value: String) -> [String?]? {
-        var elements: [String?] = []
-        var current: String?
-        var bytes = Array(value.utf8)[...]
-        func skipSpace() { while let b = bytes.first, b == 0x20 || b == 0x09 { bytes.removeFirst() } }
-        while true {
-            skipSpace()
-            // name
-            var name: [UInt8] = []
-            while let b = bytes.first, b != UInt8(ascii: "="), b != UInt8(ascii: ";"), b != UInt8(ascii: ","), b != 0x20, b != 0x09 {
-                name.append(b); bytes.removeFirst()
-            }
-            skipSpace()
-            if !name.isEmpty {
-                guard bytes.first == UInt8(ascii: "=") else { return nil }
-                bytes.removeFirst()
-                skipSpace()
-                var text: [UInt8] = []
-                if bytes.first == UInt8(ascii: "\"") {
-                    bytes.removeFirst()
-                    var closed = false
-                    while let b = bytes.first {
-                        bytes.removeFirst()
-                        if b == UInt8(ascii: "\\") {
-                            guard let escaped = bytes.first else { return nil }
-                            text.append(escaped); bytes.removeFirst()
-                        } else if b == UInt8(ascii: "\"") {
-                            closed = true; break
-                        } else {
-                            text.append(b)
-                        }
-                    }
-                    guard closed else { return nil }
-                } else {
-                    while let b = bytes.first, b != UInt8(ascii: ";"), b != UInt8(ascii: ","), b != 0x20, b != 0x09 {
-                        guard b > 0x20, b < 0x7F, b != UInt8(ascii: "\""), b != UInt8(ascii: "=") else { return nil }
-                        text.append(b); bytes.removeFirst()
-                    }
-                    guard !text.isEmpty else { return nil }
-                }
-                if String(decoding: name, as: UTF8.self).lowercased() == "for" {
-                    guard current == nil else { return nil }  // one `for` per element
-                    current = address(in: String(decoding: text, as: UTF8.self))
-                }
-                skipSpace()
-            }
-            guard let b = bytes.first else { elements.append(current); return elements }
-            bytes.removeFirst()
-            if b == UInt8(ascii: ",") { elements.append(current); current = nil } else if b != UInt8(ascii: ";") { return nil }
-        }
-    }
-
-    /// The address of a `for` value: `192.0.2.1`, `192.0.2.1:4711`, `[2001:db8::1]:4711`, `[2001:db8::1]`.
-    static func address(in value: String) -> String? {
-        if value.hasPrefix("[") {
-            guard let close = value.firstIndex(of: "]") else { return nil }
-            return String(value[value.index(after: value.startIndex)..<close])
-        }
-        if let colon = value.firstIndex(of: ":"), value.filter({ $0 == ":" }).count == 1 { return String(value[..<colon]) }
-        return value
     }
 }

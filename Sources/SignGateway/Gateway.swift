@@ -170,7 +170,7 @@ public final class Gateway: Service {
         }
         let router = Router(context: GatewayRequestContext.self)
         router.add(middleware: RouteMiddleware(routes: routes))
-        router.add(middleware: ClientAddressMiddleware(trusted: trustedProxies, field: configuration.trustedProxyField))
+        router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies(trustedProxies, field: TrustedProxies.Field(rawValue: configuration.trustedProxyField.rawValue) ?? .xForwardedFor)))
         router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
         router.add(middleware: RequestTargetMiddleware(routes: routes))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))

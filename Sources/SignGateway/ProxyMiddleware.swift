@@ -158,9 +158,9 @@ struct ProxyMiddleware: RouterMiddleware {
         // The client and the proxies it came through, as signd established them: never a list a
         // client wrote (ClientAddressMiddleware).
         if !context.forwardingChain.isEmpty {
-            fields[ClientAddressMiddleware.forwardedFor] = context.forwardingChain.map(\.description).joined(separator: ", ")
+            fields[TrustedProxies.forwardedFor] = context.forwardingChain.map(\.description).joined(separator: ", ")
         }
-        fields[ClientAddressMiddleware.forwarded] = Self.forwarded(client: context.clientAddress, host: authority, proto: origin.scheme)
+        fields[TrustedProxies.forwarded] = Self.forwarded(client: context.clientAddress, host: authority, proto: origin.scheme)
 
         // The target as received and verified, byte for byte (RequestTargetMiddleware checked it).
         var outgoing = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue),

@@ -17,6 +17,9 @@ public struct Refusal: Sendable, Equatable {
     /// The machine-readable field: `signcore-error: replayed;code=23;advice=reSign` (an RFC 8941
     /// item: the name as a token, code and advice as parameters).
     public static let errorField = HTTPField.Name("signcore-error")!
+    /// What the client is asked to do, as edge products mark their answers (`cf-mitigated`,
+    /// `x-amzn-waf-action`): on every refusal, and as the problem's `action` member (SPEC §7.1).
+    public static let actionField = HTTPField.Name("signcore-action")!
 
     /// - Parameters:
     ///   - retryAfter: seconds a client should wait before retrying a request refused because
@@ -51,6 +54,7 @@ public struct Refusal: Sendable, Equatable {
         fields[.cacheControl] = "no-store"
         fields[Self.errorField] = "\(error.code.name);code=\(error.code.rawValue);advice=\(error.code.advice.rawValue)"
             + (Self.carriesServerTime(status: status, code: error.code) ? serverTime.map { ";now=\(max(0, $0))" } ?? "" : "")
+        fields[Self.actionField] = Self.action(for: error.code)
         if status == .unauthorized {
             // RFC 9110 §15.5.2: a 401 names the authentication scheme that would succeed.
             fields[.wwwAuthenticate] = "SignCore error=\"\(error.code.name)\""
@@ -67,12 +71,30 @@ public struct Refusal: Sendable, Equatable {
         status == .preconditionRequired || status == .tooManyRequests || code == .expired || code == .notYetValid
     }
 
+    /// The `signcore-action` of a refusal with `code` (SPEC §7.1), from its advice: `challenge`
+    /// (attest), `rate-limited` (bypass), `register`, `resign` (reSign, refreshKeys),
+    /// `resync-clock`, `retry-later`, and `block` for the advice no retry can follow
+    /// (fixRequest, fixConfiguration, updateClient, and any other).
+    public static func action(for code: SignCoreError.Code) -> String { action(for: code.advice) }
+
+    public static func action(for advice: SignCoreError.Advice) -> String {
+        switch advice.rawValue {
+        case "attest": "challenge"
+        case "bypass": "rate-limited"
+        case "register": "register"
+        case "reSign", "refreshKeys": "resign"
+        case "resyncClock": "resync-clock"
+        case "retryLater": "retry-later"
+        default: "block"
+        }
+    }
+
     /// The fields every refusal may set (SPEC §7.1).
-    static let ownFields: Set<HTTPField.Name> = [.contentType, .cacheControl, errorField, .wwwAuthenticate, .retryAfter]
+    static let ownFields: Set<HTTPField.Name> = [.contentType, .cacheControl, errorField, actionField, .wwwAuthenticate, .retryAfter]
     /// The fields that frame a message, the server's alone.
     static let framingFields: Set<HTTPField.Name> = [.contentLength, .transferEncoding, .connection]
     /// The members of every refusal's problem (SPEC §7.1).
-    public static let ownMembers: Set<String> = ["type", "title", "status", "detail", "code", "name", "advice", "retryable", "keyID"]
+    public static let ownMembers: Set<String> = ["type", "title", "status", "detail", "code", "name", "advice", "action", "retryable", "keyID"]
 
     /// The status of a refusal with `code` (SPEC §7.1; the code carries it): 401 when the
     /// signature does not prove this request (or cannot be checked against a known key), 400 for
@@ -101,6 +123,7 @@ public struct Refusal: Sendable, Equatable {
         problem["code"] = .integer(error.code.rawValue)
         problem["name"] = .string(error.code.name)
         problem["advice"] = .string(error.code.advice.rawValue)
+        problem["action"] = .string(action(for: error.code))
         problem["retryable"] = .boolean(error.isRetryable)
         if error.code == .unknownKey, let keyID = error.keyID { problem["keyID"] = .string(keyID) }
         let encoder = JSONEncoder()

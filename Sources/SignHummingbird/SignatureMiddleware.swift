@@ -31,20 +31,26 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     /// The attestation flow (docs/ATTEST.md), when routes ask for it: their tokens checked right
     /// after the signature, before its nonce is recorded, and the attest endpoint answered.
     public let attestation: AttestationGate?
+    /// The rate limits of routes that set them (`RouteRateLimits`, docs/ATTEST.md §10): counted
+    /// by address before the signature is checked, by key or account after it.
+    public let rateLimits: RateLimitGate?
     let audit: SignatureAudit
 
     /// - Parameters:
     ///   - origin: the scheme (and, when fixed, the authority) clients sign for.
     ///   - attestation: the gate of routes that ask for attestation (`RouteAttestation`); a route
     ///     that asks for it without one is refused `invalidConfiguration` (500), never let through.
+    ///   - rateLimits: the gate of routes that set rate limits (`RouteRateLimits`); a route that
+    ///     sets them without one is refused `invalidConfiguration` (500), never let through.
     ///   - metricsFactory: where counters and the timer go (`MetricsSystem.factory` by default).
     public init(verifier: Verification, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                attestation: AttestationGate? = nil, metricsFactory: (any MetricsFactory)? = nil) {
+                attestation: AttestationGate? = nil, rateLimits: RateLimitGate? = nil, metricsFactory: (any MetricsFactory)? = nil) {
         self.verifier = verifier
         self.origin = origin
         self.policy = policy
         self.body = body
         self.attestation = attestation
+        self.rateLimits = rateLimits
         self.audit = SignatureAudit(factory: metricsFactory ?? MetricsSystem.factory)
     }
 
@@ -67,7 +73,24 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             // Fail closed: a token cannot be checked without a gate, nor bound without a signature.
             return Self.response(for: SignCoreError(.invalidConfiguration, "a route asks for attestation that this server cannot check"))
         }
-        if requirement == .off { return try await next(request, context) }
+        // Rate limits by address count before the signature is checked; without an answer or a
+        // pass, one that fires refuses at once, before any work (docs/ATTEST.md §10.2).
+        let limits = decision.requirements[RouteRateLimits.self]
+        var count = RateLimitGate.Count()
+        if !limits.isEmpty {
+            guard let gate = rateLimits else {
+                return Self.response(for: SignCoreError(.invalidConfiguration, "a route sets rate limits that this server cannot count"))
+            }
+            gate.countBeforeVerification(limits, address: context.signCore.clientAddress, into: &count)
+            if count.fired, !gate.carriesBypass(request.head),
+               case .refuse(let refusal) = await decide(request, gate: gate, count: count, identity: nil, context: context, route: route) {
+                return refusal
+            }
+        }
+        if requirement == .off {
+            guard let gate = rateLimits, !limits.isEmpty else { return try await next(request, context) }
+            return try await limit(request, gate: gate, limits: limits, count: count, context: context, route: route, next: next)
+        }
         var request = request
         let started = ContinuousClock.now
         var record = DeferredRecord.none
@@ -110,6 +133,21 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             // route that requires attestation needs the signature its token is bound to.
             if requirement == .require || error.code == .bodyTooLarge || attested.mode == .require { return Self.response(for: error) }
         }
+        if let gate = rateLimits, !limits.isEmpty {
+            return try await limit(request, gate: gate, limits: limits, count: count, context: context, route: route) { request, context in
+                try await attest(request, context: context, isEndpoint: isEndpoint, attested: attested, requirement: requirement,
+                                 route: route, record: record, started: started, next: next)
+            }
+        }
+        return try await attest(request, context: context, isEndpoint: isEndpoint, attested: attested, requirement: requirement, route: route,
+                                record: record, started: started, next: next)
+    }
+
+    /// The attestation flow after the signature (and the rate limits), then the handler.
+    private func attest(_ request: Request, context: Context, isEndpoint: Bool, attested: AttestationRequirement,
+                        requirement: SignatureRequirement, route: String, record: DeferredRecord, started: ContinuousClock.Instant,
+                        next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
         if let attestation, let identity = context.signCore.identity {
             if isEndpoint { return await answer(request, gate: attestation, identity: identity) }
             if attested.mode != .off {
@@ -128,6 +166,46 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             }
         }
         return try await next(request, context)
+    }
+
+    /// Counts the request against its route's limits keyed by key or account, and decides
+    /// (docs/ATTEST.md §10.5): a refusal, or `next` with the limit's fields (and a new pass) on
+    /// its response.
+    private func limit(_ request: Request, gate: RateLimitGate, limits: [RateLimit], count: RateLimitGate.Count, context: Context, route: String,
+                       next: (Request, Context) async throws -> Response) async rethrows -> Response {
+        var count = count
+        let identity = context.signCore.identity
+        gate.countAfterVerification(limits, identity: identity, address: context.signCore.clientAddress, into: &count)
+        switch await decide(request, gate: gate, count: count, identity: identity, context: context, route: route) {
+        case .refuse(let response):
+            return response
+        case .pass(let fields):
+            var response = try await next(request, context)
+            for name in Set(fields.map(\.name)) { response.headers[name] = nil }
+            response.headers.append(contentsOf: fields)
+            return response
+        }
+    }
+
+    private enum RateDecision {
+        case pass(HTTPFields)
+        case refuse(Response)
+    }
+
+    /// The gate's decision at the request's origin, its refusals logged (code and route only).
+    private func decide(_ request: Request, gate: RateLimitGate, count: RateLimitGate.Count, identity: VerifiedIdentity?, context: Context,
+                        route: String) async -> RateDecision {
+        let origin: String
+        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return .refuse(Self.response(for: error)) }
+        switch await gate.decide(request.head, count: count, identity: identity, origin: origin) {
+        case .pass(let fields):
+            return .pass(fields)
+        case .refuse(let refusal, let error):
+            context.logger.info("rate limit refused", metadata: [
+                "signcore.code": "\(error.code.rawValue)", "signcore.name": "\(error.code.name)", "signcore.route": "\(route)",
+            ])
+            return .refuse(Response(refusal))
+        }
     }
 
     /// RFC 9110 §7.6.1: a proxy removes the fields `Connection` names. A field the signature

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import SignCore
 import SignHTTP
 
@@ -63,12 +64,15 @@ public enum SignatureVerdict: Sendable, Equatable {
     case failed(SignCoreError.Code)
 }
 
-/// The basic context with SignCore's value, for applications that need nothing else in theirs.
-public struct BasicSignatureRequestContext: SignatureRequestContext {
+/// The basic context with SignCore's value, for applications that need nothing else in theirs,
+/// and the connection's remote end (which `ClientAddressMiddleware` reads).
+public struct BasicSignatureRequestContext: SignatureRequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var signCore = SignCoreContext()
+    public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }

@@ -71,7 +71,7 @@ import Testing
             let challenge = try attestor.challenge(.device(levels: .level(15)), keyThumbprint: relayer.thumbprint.bytes,
                                                    origin: "https://victim.example", now: UInt64(SystemClock.milliseconds()))
             let refusal = try Refusal(SignCoreError(.attestationRequired, "a challenge"), serverTime: SystemClock.seconds(),
-                                  fields: [HTTPField.Name("attest-challenge")!: challenge.text, HTTPField.Name("signcore-action")!: "challenge"])
+                                  fields: [HTTPField.Name("attest-challenge")!: challenge.text])
             return Response(refusal)
         }
         router.post("/.well-known/signcore/attest") { _, _ -> String in

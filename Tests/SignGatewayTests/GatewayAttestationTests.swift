@@ -191,10 +191,11 @@ import Testing
                 #expect(try await Self.signed(http, port: port, "/basic/x", key: client, token: token).status == .ok)
                 #expect(seen[94] == nil)
                 let expected: [Int: (UInt, String, String?)] = [
-                    80: (428, "attest", "challenge"), 81: (400, "fixRequest", nil), 82: (403, "fixRequest", nil), 83: (428, "attest", "challenge"),
-                    84: (428, "attest", "challenge"), 85: (403, "fixRequest", nil), 86: (403, "fixRequest", nil), 87: (403, "fixRequest", nil),
-                    88: (409, "fixRequest", nil), 89: (428, "attest", "challenge"), 90: (428, "attest", "challenge"),
-                    91: (403, "fixRequest", nil), 92: (403, "fixRequest", nil), 93: (428, "attest", "challenge"),
+                    80: (428, "attest", "challenge"), 81: (400, "fixRequest", "block"), 82: (403, "fixRequest", "block"),
+                    83: (428, "attest", "challenge"), 84: (428, "attest", "challenge"), 85: (403, "fixRequest", "block"),
+                    86: (403, "fixRequest", "block"), 87: (403, "fixRequest", "block"), 88: (409, "fixRequest", "block"),
+                    89: (428, "attest", "challenge"), 90: (428, "attest", "challenge"), 91: (403, "fixRequest", "block"),
+                    92: (403, "fixRequest", "block"), 93: (428, "attest", "challenge"),
                 ]
                 for (code, (status, advice, action)) in expected.sorted(by: { $0.key < $1.key }) {
                     let got = try #require(seen[code], "code \(code) was never answered")

@@ -44,11 +44,11 @@ import Testing
          Array(repeating: "10.0.0.1", count: 32) + ["127.0.0.1"]),
     ] as [(String, String, String?, String?, [String])])
     func clientAddressBehindTrustedProxies(peer: String, field: String, forwarded: String?, forwardedFor: String?, expected: [String]) throws {
-        let middleware = ClientAddressMiddleware(trusted: ["127.0.0.0/8", "10.0.0.0/8"].compactMap { IPNetwork($0) },
-                                                 field: try #require(GatewayConfiguration.ProxyField(rawValue: field)))
+        let middleware = TrustedProxies(["127.0.0.0/8", "10.0.0.0/8"].compactMap { IPNetwork($0) },
+                                        field: try #require(TrustedProxies.Field(rawValue: field)))
         var fields = HTTPFields()
-        if let forwarded { fields[ClientAddressMiddleware.forwarded] = forwarded }
-        if let forwardedFor { fields[ClientAddressMiddleware.forwardedFor] = forwardedFor }
+        if let forwarded { fields[TrustedProxies.forwarded] = forwarded }
+        if let forwardedFor { fields[TrustedProxies.forwardedFor] = forwardedFor }
         #expect(middleware.chain(peer: IPAddress(peer), fields: fields).map(\.description) == expected)
     }
 

@@ -23,7 +23,9 @@ import Testing
         #expect(refusal.response.headerFields[Refusal.errorField] == "challengeRequired;code=980;advice=solveChallenge")
         #expect(refusal.response.headerFields[.wwwAuthenticate] == nil && refusal.response.headerFields[.retryAfter] == nil)
         let text = String(decoding: refusal.body, as: UTF8.self)
-        #expect(text == #"{"advice":"solveChallenge","challenge":{"algorithms":["sha256"],"difficulty":18},"code":980,"#
+        // An advice no flow of SignCore defines asks for nothing a client knows: `block`.
+        #expect(refusal.response.headerFields[Refusal.actionField] == "block")
+        #expect(text == #"{"action":"block","advice":"solveChallenge","challenge":{"algorithms":["sha256"],"difficulty":18},"code":980,"#
             + #""detail":"the route requires a solved challenge","name":"challengeRequired","retryable":true,"status":428,"#
             + #""title":"Precondition Required","type":"about:blank"}"#)
 

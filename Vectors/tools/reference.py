@@ -1294,12 +1294,45 @@ CODES = {  # name: (code, advice)
     "invalidURL": (41, "fixRequest"), "invalidInput": (42, "fixRequest"), "bodyTooLarge": (43, "fixRequest"),
     "unexpectedBody": (44, "fixRequest"), "invalidHeader": (45, "fixRequest"), "cryptoFailure": (50, "retryLater"),
     "invalidConfiguration": (60, "fixConfiguration"), "upstreamFailed": (70, "retryLater"), "upstreamTimeout": (71, "retryLater"),
+    # docs/ATTEST.md §6: challenges and attestation
+    "attestationRequired": (80, "attest"), "attestationMalformed": (81, "fixRequest"), "challengeForged": (82, "fixRequest"),
+    "challengeExpired": (83, "attest"), "challengeTooEarly": (84, "attest"), "challengeScopeMismatch": (85, "fixRequest"),
+    "challengeKeyMismatch": (86, "fixRequest"), "wrongAnswer": (87, "fixRequest"), "challengeRedeemed": (88, "fixRequest"),
+    "attestationExpired": (89, "attest"), "attestationInvalid": (90, "attest"), "attestationScopeMismatch": (91, "fixRequest"),
+    "attestationKeyMismatch": (92, "fixRequest"), "attestationInsufficient": (93, "attest"), "challengeAbandoned": (94, "retryLater"),
+    # docs/ATTEST.md §9.9: registered device keys
+    "deviceUnknown": (100, "register"), "deviceRevoked": (101, "fixRequest"), "registrationMalformed": (102, "fixRequest"),
+    "registrationExpired": (103, "register"), "deviceKeyMismatch": (104, "fixRequest"), "appMismatch": (105, "fixRequest"),
+    "formatNotAccepted": (106, "fixRequest"), "counterRepeated": (107, "fixRequest"), "counterTooOld": (108, "fixRequest"),
+    "counterMissing": (109, "fixRequest"), "platformTokenMalformed": (110, "fixRequest"), "certificateUntrusted": (111, "fixRequest"),
+    "nonceMismatch": (112, "fixRequest"), "environmentMismatch": (113, "fixRequest"), "platformCounterInvalid": (114, "fixRequest"),
+    "assertionInvalid": (115, "fixRequest"), "integrityVerdictFailed": (116, "fixRequest"),
+    # docs/ATTEST.md §10.8: rate limits and their bypass
+    "rateLimited": (120, "bypass"), "bypassMalformed": (121, "fixRequest"), "bypassNonceMismatch": (122, "fixRequest"),
+    "bypassExpired": (123, "bypass"), "bypassReplayed": (124, "fixRequest"), "bypassDeviceRejected": (125, "fixRequest"),
+    "bypassNotOffered": (126, "fixRequest"), "bypassWrongAnswer": (127, "fixRequest"),
 }
 STATUS_OF = {1: 401, 2: 401, 3: 401, 10: 401, 11: 401, 12: 401, 20: 401, 21: 401, 22: 401, 23: 401, 30: 401, 31: 401, 32: 401,
              40: 400, 41: 400, 42: 400, 44: 400, 45: 400, 43: 413, 4: 431, 24: 503, 25: 503, 13: 500, 50: 500, 60: 500,
-             70: 502, 71: 504}
-REASON = {400: "Bad Request", 401: "Unauthorized", 413: "Content Too Large", 431: "Request Header Fields Too Large",
+             70: 502, 71: 504,
+             # docs/ATTEST.md §6, §9.9, §10.8
+             80: 428, 81: 400, 82: 403, 83: 428, 84: 428, 85: 403, 86: 403, 87: 403, 88: 409, 89: 428, 90: 428, 91: 403, 92: 403,
+             93: 428, 94: 428, 100: 428, 101: 403, 102: 400, 103: 428, 104: 400, 105: 403, 106: 403, 107: 409, 108: 409, 109: 409,
+             110: 400, 111: 403, 112: 403, 113: 403, 114: 403, 115: 403, 116: 403, 120: 429, 121: 400, 122: 403, 123: 429, 124: 409,
+             125: 403, 126: 400, 127: 403}
+REASON = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 409: "Conflict", 413: "Content Too Large",
+          428: "Precondition Required", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
           500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+# §7.1 signcore-action, docs/ATTEST.md §10.9: what a refusal asks of the client, from its advice; an
+# advice that no retry can follow, and any advice not named here, is `block`.
+ACTIONS = {"attest": "challenge", "bypass": "rate-limited", "register": "register", "reSign": "resign", "refreshKeys": "resign",
+           "resyncClock": "resync-clock", "retryLater": "retry-later", "fixRequest": "block", "fixConfiguration": "block",
+           "updateClient": "block"}
+
+
+def action_of(advice):
+    """SPEC §7.1, ATTEST §10.9: the action of an advice (`block` for one a server does not define)."""
+    return ACTIONS.get(advice, "block")
 
 
 def refusal(name, detail, key_id=None, retry_after=None):
@@ -1308,13 +1341,13 @@ def refusal(name, detail, key_id=None, retry_after=None):
     code, advice = CODES[name]
     status = STATUS_OF[code]
     headers = {"Content-Type": "application/problem+json", "Cache-Control": "no-store",
-               "signcore-error": "%s;code=%d;advice=%s" % (name, code, advice)}
+               "signcore-error": "%s;code=%d;advice=%s" % (name, code, advice), "signcore-action": action_of(advice)}
     if status == 401:
         headers["WWW-Authenticate"] = 'SignCore error="%s"' % name
     if status == 503:
         headers["Retry-After"] = str(retry_after)
     problem = {"type": "about:blank", "title": REASON[status], "status": status, "detail": detail, "code": code, "name": name,
-               "advice": advice, "retryable": advice not in ("fixRequest", "fixConfiguration")}
+               "advice": advice, "action": action_of(advice), "retryable": advice not in ("fixRequest", "fixConfiguration")}
     if name == "unknownKey" and key_id is not None:
         problem["keyID"] = key_id
     return {"status": status, "headers": headers, "problem": problem}

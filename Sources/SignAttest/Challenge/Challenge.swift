@@ -17,6 +17,10 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         /// Seed 003's one-time payload (ATTEST.md §9.6): asserted by a platform key at the device
         /// endpoint, never redeemed for a token. Grants no level.
         public static let payload = Kind(rawValue: 4)
+        /// A rate limit's bypass offer, the seed's `siteKey` (ATTEST.md §10.3): bound to a bucket
+        /// rather than an origin; with work for `SIGNCORE_POW`, without for the device answers.
+        /// Grants the pass's levels, never redeemed at the attest endpoint.
+        public static let rateBypass = Kind(rawValue: 5)
 
         /// Whether `difficulty`, `count` and `levels` are in this kind's ranges (ATTEST.md §2.4):
         /// proof of work has d 1-32, k 1-16 and levels; the device kinds d = k = 0, and levels
@@ -26,6 +30,8 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
             case .proofOfWork: Challenge.difficulties ~= difficulty && Challenge.counts ~= count && !levels.isEmpty
             case .registration, .payload: difficulty == 0 && count == 0 && levels.isEmpty
             case .device: difficulty == 0 && count == 0 && !levels.isEmpty
+            case .rateBypass:
+                !levels.isEmpty && (difficulty == 0 && count == 0 || Challenge.difficulties ~= difficulty && Challenge.counts ~= count)
             default: false
             }
         }
@@ -117,7 +123,7 @@ public struct Challenge: Sendable, Equatable, CustomStringConvertible {
         let kidLength = Int(layout.u8(at: 102))
         guard layout.u8(at: 0) == Self.version else { throw Self.malformed("the challenge's version is not 1") }
         kind = Kind(rawValue: layout.u8(at: 1))
-        guard [Kind.proofOfWork, .registration, .device, .payload].contains(kind) else { throw Self.malformed("the challenge's type is not one this version knows") }
+        guard [Kind.proofOfWork, .registration, .device, .payload, .rateBypass].contains(kind) else { throw Self.malformed("the challenge's type is not one this version knows") }
         difficulty = Int(layout.u8(at: 2))
         count = Int(layout.u8(at: 3))
         levels = AttestationLevels(rawValue: layout.u16(at: 4))

@@ -14,11 +14,19 @@ public protocol PlatformVerifier: Sendable {
     /// An assertion `token` by the key of `record` over `clientData` (§9.7): its counter. Throws
     /// `assertionInvalid` (and the others of §9.7) when it does not verify.
     func verifyAssertion(_ token: [UInt8], clientData: [UInt8], record: DeviceRecord) throws(SignCoreError) -> UInt64
+
+    /// A standalone verdict `token` whose nonce decodes to `nonce` (a rate limit's offer, §10.5):
+    /// the app id it vouches for. Throws the refusal of §9.8's first failing check.
+    func verifyVerdict(_ token: [UInt8], nonce: [UInt8], appIDs: [String]) throws(SignCoreError) -> String
 }
 
 extension PlatformVerifier {
     public func verifyAssertion(_ token: [UInt8], clientData: [UInt8], record: DeviceRecord) throws(SignCoreError) -> UInt64 {
         throw SignCoreError(.formatNotAccepted, "this format makes no assertions")
+    }
+
+    public func verifyVerdict(_ token: [UInt8], nonce: [UInt8], appIDs: [String]) throws(SignCoreError) -> String {
+        throw SignCoreError(.formatNotAccepted, "this format gives no standalone verdicts")
     }
 }
 

@@ -59,6 +59,8 @@ public struct AttestRequest: Sendable, Equatable {
                 throw SignCoreError(.attestationMalformed, "a payload is answered by a platform's assertion")
             }
             self.assertion = assertion
+        case .rateBypass:
+            throw SignCoreError(.attestationMalformed, "a rate limit's offer is answered on the limited request, not here")
         default:
             throw SignCoreError(.attestationMalformed, "a registration challenge is answered at the device endpoint, not here")
         }

@@ -70,9 +70,15 @@ public struct PlayIntegrityVerifier: PlatformVerifier {
             throw SignCoreError(.deviceKeyMismatch, "the keyId (and the jwk's kid, when it has one) is not the RFC 7638 thumbprint of the jwk")
         }
         let verdict = try verdict(token)
-        let appID = try check(verdict, nonce: Self.nonce(challenge: registration.challenge.text, thumbprint: thumbprint), appIDs: appIDs)
+        let appID = try check(verdict, nonce: Array(SHA256.hash(data: Array(registration.challenge.text.utf8) + thumbprint)), appIDs: appIDs)
         return AttestedKey(keyID: registration.keyID, publicKey: try JWK.serialize(key, includePrivate: false), binding: thumbprint,
                            appID: appID, environment: "")
+    }
+
+    /// A verdict asked for with a rate limit's offer as its nonce (ATTEST.md §10.5): §9.8's checks,
+    /// the nonce decoding to `nonce`.
+    public func verifyVerdict(_ token: [UInt8], nonce: [UInt8], appIDs: [String]) throws(SignCoreError) -> String {
+        try check(verdict(token), nonce: nonce, appIDs: appIDs)
     }
 
     /// The verdict's payload: the JWE decrypted (`platformTokenMalformed` when it is not one, or
@@ -105,14 +111,15 @@ public struct PlayIntegrityVerifier: PlatformVerifier {
         return object
     }
 
-    /// The checks of §9.8 steps 3-7 on a verified payload, in order; the app id it names.
-    func check(_ verdict: [String: Any], nonce: String, appIDs: [String]) throws(SignCoreError) -> String {
+    /// The checks of §9.8 steps 3-7 on a verified payload, in order, `nonce` the bytes the
+    /// verdict's nonce must decode to; the app id it names.
+    func check(_ verdict: [String: Any], nonce: [UInt8], appIDs: [String]) throws(SignCoreError) -> String {
         let request = verdict["requestDetails"] as? [String: Any] ?? [:]
         let app = verdict["appIntegrity"] as? [String: Any] ?? [:]
         let device = verdict["deviceIntegrity"] as? [String: Any] ?? [:]
         // 3. The nonce: this challenge and this key.
-        guard let sent = request["nonce"] as? String, DeviceRegistration.decodeBase64(Array(sent.utf8)) == Base64URL.decode(String(nonce.dropLast())) else {
-            throw SignCoreError(.nonceMismatch, "the verdict was not made for this challenge and key")
+        guard let sent = request["nonce"] as? String, DeviceRegistration.decodeBase64(Array(sent.utf8)) == nonce else {
+            throw SignCoreError(.nonceMismatch, "the verdict was not made for this challenge")
         }
         // 4. The package, as requested and as recognised.
         guard let package = request["requestPackageName"] as? String, appIDs.contains(package), app["packageName"] as? String == package else {

@@ -40,9 +40,8 @@ public struct AttestationGate: Sendable {
 
     public static let defaultEndpoint = "/.well-known/signcore/attest"
     public static let defaultDeviceEndpoint = "/.well-known/signcore/devices"
-    /// What the client is asked to do, as the edge products mark their answers (`cf-mitigated`,
-    /// `x-amzn-waf-action`): `challenge` on a 428 that carries one (docs/ATTEST.md §6).
-    public static let actionField = HTTPField.Name("signcore-action")!
+    /// What the client is asked to do (`challenge` on a 428), as every refusal carries it.
+    public static let actionField = Refusal.actionField
 
     /// Refuses (`invalidConfiguration`) keys that cannot issue both challenges and tokens, no
     /// challenge, an endpoint that is not an absolute path
@@ -142,7 +141,6 @@ public struct AttestationGate: Sendable {
         var fields = HTTPFields()
         if let challenge {
             fields[names.challenge] = challenge.text
-            fields[Self.actionField] = "challenge"
         }
         if let retryAfter { fields[.retryAfter] = String(retryAfter) }
         // The names are the flow's own, never a refusal's or a framing field (checked when configured).

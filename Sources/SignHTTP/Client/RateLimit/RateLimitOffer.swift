@@ -1,0 +1,43 @@
+import HTTPTypes
+import RawStructuredFieldValues
+import SignAttest
+import SignCore
+
+/// One way past a rate limit, as a 429 offers it (docs/ATTEST.md §10.3): the type, the bucket
+/// and the site key (the offer, to be answered once).
+public struct RateLimitOffer: Sendable, Equatable {
+    public let type: BypassType
+    public let bucket: String
+    /// The offer's text, as the `X-Captcha-Site-Key` of an answer carries it back.
+    public let siteKey: String
+    public let offer: Challenge
+
+    /// The longest `signcore-bypass` field read.
+    public static let maxFieldBytes = 8192
+
+    /// The offers of a 429's `signcore-bypass` field (an RFC 8941 list of tokens with the string
+    /// parameters `bucket` and `site-key`): those whose site key parses as an offer; a member
+    /// that does not is skipped, a field that is no list gives none.
+    public static func offers(in response: HTTPResponse) -> [RateLimitOffer] {
+        guard let value = response.headerFields[RateLimitGate.offerField], value.utf8.count <= maxFieldBytes else { return [] }
+        var parser = StructuredFieldValueParser(Array(value.utf8))
+        guard let list = try? parser.parseListFieldValue() else { return [] }
+        return list.compactMap { member in
+            guard case .item(let item) = member, case .token(let type) = item.rfc9651BareItem,
+                  case .string(let bucket)? = item.rfc9651Parameters["bucket"], RateBucket.isName(bucket),
+                  case .string(let siteKey)? = item.rfc9651Parameters["site-key"],
+                  let offer = try? Challenge(parsing: siteKey), offer.kind == .rateBypass else { return nil }
+            return RateLimitOffer(type: BypassType(rawValue: type), bucket: bucket, siteKey: siteKey, offer: offer)
+        }
+    }
+
+    /// Whether the offer was made at `origin` for its bucket, to the key with `thumbprint` or to
+    /// none: a client answers no other (a server relaying another's offer gets no answer).
+    public func isMade(to thumbprint: [UInt8], at origin: OriginState) -> Bool {
+        guard let canonical = try? CanonicalURL.canonicalize(origin.origin + "/"), let name = AttestationScope.origin(ofCanonicalURL: canonical) else {
+            return false
+        }
+        return (offer.keyThumbprint == thumbprint || offer.keyThumbprint.allSatisfy { $0 == 0 })
+            && offer.originDigest == RateBucket.digest(origin: name, bucket: bucket)
+    }
+}

@@ -1,0 +1,228 @@
+import HTTPTypes
+import SignAttest
+import SignCore
+
+/// The header fields of an answer to a rate limit's offer (docs/ATTEST.md §10.4), seed 001's
+/// `X-Captcha-Type` and `X-Captcha-Response`, with the offer answered and, for App Attest, the
+/// key id. A deployment may rename them; then its clients must use the same names.
+public struct BypassFieldNames: Sendable, Equatable {
+    public var type: HTTPField.Name
+    public var response: HTTPField.Name
+    public var siteKey: HTTPField.Name
+    public var keyID: HTTPField.Name
+
+    public init(type: HTTPField.Name, response: HTTPField.Name, siteKey: HTTPField.Name, keyID: HTTPField.Name) {
+        self.type = type
+        self.response = response
+        self.siteKey = siteKey
+        self.keyID = keyID
+    }
+
+    public static let standard = BypassFieldNames(type: HTTPField.Name("x-captcha-type")!, response: HTTPField.Name("x-captcha-response")!,
+                                                  siteKey: HTTPField.Name("x-captcha-site-key")!, keyID: HTTPField.Name("x-captcha-key-id")!)
+
+    var all: [HTTPField.Name] { [type, response, siteKey, keyID] }
+}
+
+/// The server's side of rate limits, transport-neutral (docs/ATTEST.md §10): counts a request
+/// against its route's limits, before the signature is checked (by address) and after (by key
+/// or account); when one fires, reads the request's answer to an offer or its pass, and
+/// otherwise refuses with a 429 that offers ways past the limit. Offers are issued statelessly;
+/// only an answer writes (its offer, once).
+public struct RateLimitGate: Sendable {
+    public let limiter: RateLimiter
+    /// Issues offers and passes and redeems answers; nil: limits refuse with `Retry-After` only.
+    public let attestor: Attestor?
+    public let names: BypassFieldNames
+    /// Milliseconds since the epoch.
+    public let clock: @Sendable () -> UInt64
+
+    /// The offers of a 429, in one field for clients (§10.3).
+    public static let offerField = HTTPField.Name("signcore-bypass")!
+    /// A pass, on the response to an answer and on the requests that carry it (§10.6).
+    public static let passField = HTTPField.Name("signcore-rate-pass")!
+    /// The IETF fields (draft-ietf-httpapi-ratelimit-headers).
+    public static let policyField = HTTPField.Name("ratelimit-policy")!
+    public static let stateField = HTTPField.Name("ratelimit")!
+
+    /// Refuses (`invalidConfiguration`) an attestor that cannot issue offers and passes, and
+    /// field names that are not distinct or are a refusal's or the flow's own.
+    public init(limiter: RateLimiter = RateLimiter(), attestor: Attestor? = nil, names: BypassFieldNames = .standard,
+                clock: @escaping @Sendable () -> UInt64 = { UInt64(max(0, SystemClock.milliseconds())) }) throws(SignCoreError) {
+        if let attestor {
+            _ = try attestor.keys.issuingChallengeKey()
+            _ = try attestor.keys.issuingTokenKey()
+        }
+        let taken = Refusal.ownFields.union(Refusal.framingFields).union([Self.offerField, Self.passField, Self.policyField, Self.stateField])
+        guard Set(names.all).count == 4, names.all.allSatisfy({ !taken.contains($0) }) else {
+            throw SignCoreError(.invalidConfiguration, "the bypass fields take four names of their own")
+        }
+        self.limiter = limiter
+        self.attestor = attestor
+        self.names = names
+        self.clock = clock
+    }
+
+    /// Refuses (`invalidConfiguration`) a limit that offers a bypass this gate cannot give: any,
+    /// without an attestor; a device's, without the attestor's devices.
+    public func validate(_ limits: [RateLimit]) throws(SignCoreError) {
+        for limit in limits {
+            guard let bypass = limit.bypass else { continue }
+            guard let attestor else { throw SignCoreError(.invalidConfiguration, "a limit offers a bypass, and the gate has no attestor") }
+            guard attestor.devices != nil || !bypass.types.contains(where: \.needsDevices) else {
+                throw SignCoreError(.invalidConfiguration, "a limit offers a device's bypass, and the attestor has no devices")
+            }
+        }
+    }
+
+    /// The limits counted for one request so far, with what each found.
+    public struct Count: Sendable {
+        public internal(set) var results: [(limit: RateLimit, outcome: RateLimiter.Outcome)] = []
+        public init() {}
+        /// Whether a limit refused the request.
+        public var fired: Bool { results.contains { !$0.outcome.allowed } }
+    }
+
+    /// Counts the request against the limits of `limits` keyed by address (§10.2): before its
+    /// signature is checked, so that requests that fail it count too.
+    public func countBeforeVerification(_ limits: [RateLimit], address: String?, into count: inout Count) {
+        for limit in limits where limit.countsBeforeVerification {
+            count.results.append((limit, limiter.take(limit, client: Self.client(of: limit, identity: nil, address: address))))
+        }
+    }
+
+    /// Counts the request against the other limits, by the key or account its signature proved
+    /// (`identity`; nil: by its address).
+    public func countAfterVerification(_ limits: [RateLimit], identity: VerifiedIdentity?, address: String?, into count: inout Count) {
+        for limit in limits where !limit.countsBeforeVerification {
+            count.results.append((limit, limiter.take(limit, client: Self.client(of: limit, identity: identity, address: address))))
+        }
+    }
+
+    /// A client's bucket under `limit` (§10.2): `a:` an address (IPv6: its /64), `k:` a key id,
+    /// `c:` an account, each in a namespace of its own.
+    static func client(of limit: RateLimit, identity: VerifiedIdentity?, address: String?) -> String {
+        if let identity {
+            if limit.key == .account, !identity.account.isEmpty { return "c:" + identity.account }
+            if limit.key != .address { return "k:" + identity.keyID }
+        }
+        return "a:" + (address.flatMap(IPAddress.init)?.rateLimitKey ?? "-")
+    }
+
+    /// Whether `request` carries something that may get it past a limit that fired (an answer or
+    /// a pass): without, a limit that fires before the signature is checked refuses at once.
+    public func carriesBypass(_ request: HTTPRequest) -> Bool {
+        request.headerFields[names.type] != nil || request.headerFields[Self.passField] != nil
+    }
+
+    /// What the gate decided for one request.
+    public enum Verdict: Sendable {
+        /// Let through, with the fields its response carries (`RateLimit`, a new pass).
+        case pass(HTTPFields)
+        /// Refused: a 429 with offers, or an answer's refusal.
+        case refuse(Refusal, SignCoreError)
+    }
+
+    /// Decides a request whose limits were counted (`count`), whose signature verified as
+    /// `identity` (nil: not verified), received at `origin` (§10.5, §10.6): through when no limit
+    /// fired; else through an answer to the first fired limit that offers, or a pass for each
+    /// fired limit's bucket; else a 429 for the first limit still refusing.
+    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?, origin: String) async -> Verdict {
+        var refusing = count.results.filter { !$0.outcome.allowed }
+        guard !refusing.isEmpty else { return .pass(Self.state(of: count.results.min { $0.outcome.remaining < $1.outcome.remaining })) }
+        let now = clock()
+        let thumbprint = identity?.keyThumbprint?.bytes
+        var fields = HTTPFields()
+        // An answer, to the first limit that fired and offers a way past.
+        if request.headerFields[names.type] != nil {
+            guard let target = refusing.first(where: { $0.limit.bypass != nil }), let policy = target.limit.bypass, let attestor else {
+                let error = SignCoreError(.bypassNotOffered, "the limit that refused the request offers no bypass")
+                return .refuse(Refusal(error, serverTime: Int64(now / 1000)), error)
+            }
+            do {
+                let answer = try self.answer(in: request, identity: identity)
+                if let pass = try await attestor.redeemBypass(answer, policy: policy, bucket: target.limit.bucket, origin: origin,
+                                                              keyThumbprint: thumbprint, now: now) {
+                    fields[Self.passField] = pass.text
+                }
+                refusing.removeAll { $0.limit.bucket == target.limit.bucket }
+            } catch {
+                let (refused, reason, cause) = BypassRejection.refusal(for: error)
+                if refused.code == .bypassExpired {
+                    return .refuse(limited(refused, target, thumbprint: thumbprint, origin: origin, now: now), refused)
+                }
+                var members: [String: ProblemValue] = [:]
+                if let reason { members["reason"] = .string(reason.rawValue) }
+                if let cause { members["cause"] = .string(cause.name) }
+                let refusal = (try? Refusal(refused, serverTime: Int64(now / 1000), fields: HTTPFields(), members: members))
+                    ?? Refusal(refused, serverTime: Int64(now / 1000))
+                return .refuse(refusal, refused)
+            }
+        }
+        // Passes, each counted in a bucket of its own under its limit.
+        if !refusing.isEmpty, let thumbprint, let attestor, let field = request.headerFields[values: Self.passField].first,
+           request.headerFields[values: Self.passField].count == 1 {
+            refusing.removeAll { result in
+                guard let policy = result.limit.bypass,
+                      let pass = attestor.ratePass(in: field, policy: policy, bucket: result.limit.bucket, origin: origin, keyThumbprint: thumbprint, now: now)
+                else { return false }
+                return limiter.take(result.limit, client: "p:" + Base64URL.encode(pass.tokenID)).allowed
+            }
+        }
+        if let first = refusing.first {
+            let error = SignCoreError(.rateLimited, "the \(first.limit.bucket) limit is exhausted")
+            return .refuse(limited(error, first, thumbprint: thumbprint, origin: origin, now: now), error)
+        }
+        return .pass(fields)
+    }
+
+    /// The answer's fields, each sent once (`bypassMalformed`), covered by the signature of a
+    /// verified request (`headerNotCovered`, §10.4).
+    func answer(in request: HTTPRequest, identity: VerifiedIdentity?) throws(SignCoreError) -> BypassAnswer {
+        var values: [String?] = []
+        for name in names.all {
+            let sent = request.headerFields[values: name]
+            guard sent.count <= 1 else { throw SignCoreError(.bypassMalformed, "a bypass field is sent more than once") }
+            if let identity, !sent.isEmpty, !identity.coveredHeaders.contains(where: { $0.utf8.elementsEqual(name.canonicalName.utf8) }) {
+                throw SignCoreError(.headerNotCovered, "the signature does not cover the bypass answer's fields")
+            }
+            values.append(sent.first)
+        }
+        guard let type = values[0], let response = values[1], let siteKey = values[2] else {
+            throw SignCoreError(.bypassMalformed, "an answer has X-Captcha-Type, X-Captcha-Response and X-Captcha-Site-Key")
+        }
+        return BypassAnswer(type: type, response: response, siteKey: siteKey, keyID: values[3])
+    }
+
+    /// The 429 of `error` (`rateLimited`, `bypassExpired`) for `result`'s limit (§10.3): its
+    /// fields, fresh offers bound to the bucket and the key (when verified), and seed 001's members.
+    func limited(_ error: SignCoreError, _ result: (limit: RateLimit, outcome: RateLimiter.Outcome), thumbprint: [UInt8]?, origin: String,
+                 now: UInt64) -> Refusal {
+        let limit = result.limit
+        let offers = limit.bypass.flatMap { try? attestor?.bypassOffers($0, bucket: limit.bucket, origin: origin, keyThumbprint: thumbprint, now: now) } ?? []
+        var fields = Self.state(of: (limit, result.outcome))
+        fields[.retryAfter] = String(max(1, result.outcome.retryAfter))
+        if !offers.isEmpty {
+            fields[Self.offerField] = offers.map { "\($0.type.rawValue);bucket=\"\(limit.bucket)\";site-key=\"\($0.offer.text)\"" }
+                .joined(separator: ", ")
+        }
+        let available: [ProblemValue] = offers.map { .object(["type": .string($0.type.rawValue), "siteKey": .string($0.offer.text)]) }
+        let members: [String: ProblemValue] = [
+            "errors": .array([.object(["message": .string("Rate limit exceeded"), "extensions": .object(["code": .string("RATE_LIMITED")])])]),
+            "extensions": .object(["rateLimitersFiring": .array([.object([
+                "rateLimitingBucket": .string(limit.bucket), "captchaBypassAvailable": .array(available),
+            ])])]),
+        ]
+        // The fields and members are the flow's own, never a refusal's (checked when configured).
+        return (try? Refusal(error, serverTime: Int64(now / 1000), fields: fields, members: members)) ?? Refusal(error, serverTime: Int64(now / 1000))
+    }
+
+    /// `RateLimit-Policy` and `RateLimit` for a limit and what its bucket holds.
+    static func state(of result: (limit: RateLimit, outcome: RateLimiter.Outcome)?) -> HTTPFields {
+        var fields = HTTPFields()
+        guard let (limit, outcome) = result else { return fields }
+        fields[policyField] = "\"\(limit.bucket)\";q=\(limit.quota);w=\(limit.window)"
+        fields[stateField] = "\"\(limit.bucket)\";r=\(outcome.remaining);t=\(outcome.reset)"
+        return fields
+    }
+}
