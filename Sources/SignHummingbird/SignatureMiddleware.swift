@@ -268,9 +268,10 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
 extension SignatureMiddleware where Verification == WTokenRequestVerifier {
     /// The whash and wtoken (SPEC §5) in the fields `names` gives, checked by `verifier`.
     public init(verifier: Verifier, origin: ServerOrigin, policy: RoutePolicy = .requireAll, body: BodyHandling = .buffered(),
-                names: SignHeaderNames = .standard, attestation: AttestationGate? = nil, metricsFactory: (any MetricsFactory)? = nil) {
+                names: SignHeaderNames = .standard, attestation: AttestationGate? = nil, rateLimits: RateLimitGate? = nil,
+                metricsFactory: (any MetricsFactory)? = nil) {
         self.init(verifier: WTokenRequestVerifier(verifier, names: names), origin: origin, policy: policy, body: body,
-                  attestation: attestation, metricsFactory: metricsFactory)
+                  attestation: attestation, rateLimits: rateLimits, metricsFactory: metricsFactory)
     }
 }
 

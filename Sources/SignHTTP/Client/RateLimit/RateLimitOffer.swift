@@ -12,6 +12,16 @@ public struct RateLimitOffer: Sendable, Equatable {
     public let siteKey: String
     public let offer: Challenge
 
+    /// An offer of `type` for `bucket` whose site key is `siteKey`; nil when it is not an offer
+    /// (a challenge of type 5).
+    public init?(type: BypassType, bucket: String, siteKey: String) {
+        guard RateBucket.isName(bucket), let offer = try? Challenge(parsing: siteKey), offer.kind == .rateBypass else { return nil }
+        self.type = type
+        self.bucket = bucket
+        self.siteKey = siteKey
+        self.offer = offer
+    }
+
     /// The longest `signcore-bypass` field read.
     public static let maxFieldBytes = 8192
 
@@ -25,9 +35,8 @@ public struct RateLimitOffer: Sendable, Equatable {
         return list.compactMap { member in
             guard case .item(let item) = member, case .token(let type) = item.rfc9651BareItem,
                   case .string(let bucket)? = item.rfc9651Parameters["bucket"], RateBucket.isName(bucket),
-                  case .string(let siteKey)? = item.rfc9651Parameters["site-key"],
-                  let offer = try? Challenge(parsing: siteKey), offer.kind == .rateBypass else { return nil }
-            return RateLimitOffer(type: BypassType(rawValue: type), bucket: bucket, siteKey: siteKey, offer: offer)
+                  case .string(let siteKey)? = item.rfc9651Parameters["site-key"] else { return nil }
+            return RateLimitOffer(type: BypassType(rawValue: type), bucket: bucket, siteKey: siteKey)
         }
     }
 
