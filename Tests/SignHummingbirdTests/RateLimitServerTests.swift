@@ -6,6 +6,7 @@ import HummingbirdTesting
 import SignAttest
 import SignHTTP
 import SignHummingbird
+import SignTestSupport
 import Testing
 
 /// Rate limits and their bypass (docs/ATTEST.md §10) on a real Hummingbird server on loopback:
@@ -21,7 +22,7 @@ import Testing
 
     final class Server: Sendable {
         let registry = InMemoryDeviceRegistry()
-        let handled = Calls()
+        let handled = CallCount()
         /// A key the server knows from its key set, registered or not.
         let known: SigningKey
         let attestor: Attestor
@@ -70,13 +71,6 @@ import Testing
             _ = try await registry.register(DeviceRecord(keyID: key.id, format: .signcore, publicKey: try JWK.serialize(key, includePrivate: false),
                                                          appID: "com.example.app", registeredAt: 1))
         }
-    }
-
-    /// The requests a handler served.
-    final class Calls: Sendable {
-        private let value = Locked(0)
-        func add() { value.withLock { $0 += 1 } }
-        var count: Int { value.withLock { $0 } }
     }
 
     /// The fields of a request to `path` signed by `key` (nil: unsigned), with `extra` fields
