@@ -56,7 +56,7 @@ var core: [Target] = [
     ),
     .testTarget(
         name: "SignHTTPTests",
-        dependencies: ["SignHTTP", "SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]
+        dependencies: ["SignHTTP", "SignAttest", "SignCore", .product(name: "HTTPTypes", package: "swift-http-types")]
     ),
     .testTarget(
         name: "SignCoreTests",
