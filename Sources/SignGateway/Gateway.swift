@@ -152,8 +152,20 @@ public final class Gateway: Service {
             attestation = nil
             redemptions = nil
         }
+        // Rate limits (docs/ATTEST.md §10): offers and passes under the attestation keys.
+        var rateLimits: RateLimitGate?
+        if let settings = configuration.rateLimits {
+            let fields = settings.fields
+            let gate = try RateLimitGate(limiter: RateLimiter(capacity: settings.capacity), attestor: attestation?.attestor,
+                                         names: BypassFieldNames(type: try Self.fieldName(fields.type), response: try Self.fieldName(fields.response),
+                                                                 siteKey: try Self.fieldName(fields.siteKey), keyID: try Self.fieldName(fields.keyId)))
+            do { try gate.validate(routes.rateLimits) } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: rateLimits: \(error.detail) (offers need the attestation section, and a device's bypass its devices)")
+            }
+            rateLimits = gate
+        }
         signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaultBody,
-                                        names: names, attestation: attestation, metricsFactory: metrics.factory)
+                                        names: names, attestation: attestation, rateLimits: rateLimits, metricsFactory: metrics.factory)
     }
 
     /// Serves until a graceful shutdown: one Hummingbird application running signd's services
@@ -170,7 +182,7 @@ public final class Gateway: Service {
         }
         let router = Router(context: GatewayRequestContext.self)
         router.add(middleware: RouteMiddleware(routes: routes))
-        router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies(trustedProxies, field: TrustedProxies.Field(rawValue: configuration.trustedProxyField.rawValue) ?? .xForwardedFor)))
+        router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies(trustedProxies, field: configuration.trustedProxyField)))
         router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
         router.add(middleware: RequestTargetMiddleware(routes: routes))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))

@@ -47,6 +47,8 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var limits = Limits()
     /// 428 challenges and attestation tokens (docs/ATTEST.md); nil: none.
     public var attestation: Attestation?
+    /// Rate limits and their bypass (docs/ATTEST.md §10, docs/SIGND.md "Rate limits"); nil: none.
+    public var rateLimits: RateLimits?
 
     public struct Metrics: Sendable, Decodable {
         /// `host:port` of the metrics listener: keep it private (loopback by default).
@@ -84,10 +86,11 @@ public struct GatewayConfiguration: Sendable, Decodable {
         case memory, postgres
     }
 
-    public enum ProxyField: String, Sendable, CaseIterable, ConfigurationChoice {
-        case xForwardedFor = "x-forwarded-for"
-        case forwarded
-    }
+    /// `x-forwarded-for` or `forwarded`.
+    public typealias ProxyField = TrustedProxies.Field
+
+    /// `address`, `key` or `account`.
+    public typealias RateLimitKey = RateLimit.Key
 
     public enum BodyMode: String, Sendable, CaseIterable, ConfigurationChoice {
         case buffered, streamed
@@ -134,7 +137,54 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var upstreamTimeout: Int64?
         /// What this route asks of a request's attestation; nil: nothing.
         public var attestation: RouteAttestation?
+        /// The buckets of `rateLimits.buckets` this route's requests count against.
+        public var rateLimits: [String] = []
     }
+
+    /// The rate limits (docs/ATTEST.md §10): named buckets that routes count against.
+    public struct RateLimits: Sendable, Decodable {
+        /// Each limit by its bucket's name (seed 001's `rateLimitingBucket`).
+        public var buckets: [String: Bucket]
+        /// The most clients each limit keeps (past it, full buckets are forgotten, then new
+        /// clients share one).
+        public var capacity = 100_000
+        /// The names of an answer's fields.
+        public var fields = BypassFields()
+    }
+
+    public struct Bucket: Sendable, Decodable {
+        public var quota: Int
+        /// Seconds.
+        public var window: Int
+        /// At most `quota`; nil: `quota`.
+        public var burst: Int?
+        /// `address` (before the signature is checked), `key` or `account` (after).
+        public var key = RateLimitKey.address
+        /// The ways past the limit it offers; nil: none (a 429 with `Retry-After` only).
+        public var bypass: Bypass?
+    }
+
+    public struct Bypass: Sendable, Decodable {
+        /// `SIGNCORE_DEVICE_KEY`, `APPLE_DEVICE_CHECK`, `ANDROID_PLAY_INTEGRITY`, `SIGNCORE_POW`, in the order offered.
+        public var types: [String] = BypassType.all.map(\.rawValue)
+        /// Seconds an offer may be answered in (1-3600).
+        public var offerTTL = 60
+        /// Seconds a pass lasts (1-86400).
+        public var passTTL = 300
+        /// The levels (0-15) a pass holds: none a route's attestation asks for.
+        public var passLevels = [15]
+        /// `SIGNCORE_POW`'s work (12-26 bits, 1-16 sub-solutions).
+        public var difficulty = 18
+        public var count = 4
+    }
+
+    public struct BypassFields: Sendable, Decodable {
+        public var type = "x-captcha-type"
+        public var response = "x-captcha-response"
+        public var siteKey = "x-captcha-site-key"
+        public var keyId = "x-captcha-key-id"
+    }
+
 
     /// The attestation flow (docs/ATTEST.md, docs/SIGND.md "Attestation").
     public struct Attestation: Sendable, Decodable {
@@ -315,6 +365,9 @@ public struct GatewayConfiguration: Sendable, Decodable {
 /// A member with a fixed set of string values: any other is refused naming them.
 public protocol ConfigurationChoice: RawRepresentable<String>, CaseIterable, Decodable {}
 
+extension TrustedProxies.Field: ConfigurationChoice {}
+extension RateLimit.Key: ConfigurationChoice {}
+
 extension ConfigurationChoice {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
@@ -359,7 +412,7 @@ extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
                                      "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "trustedProxyField", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
-                                     "limits", "attestation"])
+                                     "limits", "attestation", "rateLimits"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
         try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
@@ -371,6 +424,7 @@ extension GatewayConfiguration {
         try c.set(&trustedProxyField, "trustedProxyField")
         try c.set(&accessLog, "accessLog")
         attestation = try c.decodeIfPresent(Attestation.self, forKey: AnyKey(stringValue: "attestation"))
+        rateLimits = try c.decodeIfPresent(RateLimits.self, forKey: AnyKey(stringValue: "rateLimits"))
         let metricsKey = AnyKey(stringValue: "metrics")
         if c.contains(metricsKey) { metrics = try c.decodeNil(forKey: metricsKey) ? nil : c.decode(Metrics.self, forKey: metricsKey) }
         try checkValues()
@@ -476,14 +530,74 @@ extension GatewayConfiguration.Policy {
 
 extension GatewayConfiguration.Route {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout", "attestation"])
+        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout", "attestation", "rateLimits"])
         route = try c.required("route"); signature = try c.required("signature")
+        try c.set(&rateLimits, "rateLimits")
         attestation = try c.decodeIfPresent(GatewayConfiguration.RouteAttestation.self, forKey: AnyKey(stringValue: "attestation"))
         body = try c.decodeIfPresent(GatewayConfiguration.RouteBody.self, forKey: AnyKey(stringValue: "body"))
         upstreamTimeout = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "upstreamTimeout"))
         if let upstreamTimeout, upstreamTimeout < 1 {
             throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).upstreamTimeout is at least 1 second")
         }
+    }
+}
+
+extension GatewayConfiguration.RateLimits {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["buckets", "capacity", "fields"])
+        buckets = try c.required("buckets")
+        try c.set(&capacity, "capacity"); try c.set(&fields, "fields")
+        guard capacity >= 1 else { throw SignCoreError(.invalidConfiguration, "configuration: rateLimits.capacity is at least 1") }
+        for name in buckets.keys where !RateBucket.isName(name) {
+            throw SignCoreError(.invalidConfiguration, "configuration: rateLimits.buckets names are 1-64 bytes of A-Z a-z 0-9 - _")
+        }
+    }
+
+    /// The limit of each bucket, checked.
+    func limits() throws(SignCoreError) -> [String: RateLimit] {
+        var limits: [String: RateLimit] = [:]
+        for (name, bucket) in buckets {
+            do {
+                let bypass = try bucket.bypass.map { (bypass) throws(SignCoreError) in
+                    guard bypass.types.allSatisfy({ BypassType.all.map(\.rawValue).contains($0) }) else {
+                        throw SignCoreError(.invalidConfiguration, "bypass.types are among " + BypassType.all.map(\.rawValue).joined(separator: ", "))
+                    }
+                    return try BypassPolicy(types: bypass.types.map { BypassType(rawValue: $0) }, offerTTL: bypass.offerTTL, passTTL: bypass.passTTL,
+                                            passLevels: GatewayConfiguration.levels(bypass.passLevels, member: "bypass.passLevels"),
+                                            difficulty: bypass.difficulty, count: bypass.count)
+                }
+                limits[name] = try RateLimit(bucket: name, quota: bucket.quota, window: bucket.window, burst: bucket.burst,
+                                             key: bucket.key, bypass: bypass)
+            } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: rateLimits.buckets.\(name): \(error.detail)")
+            }
+        }
+        return limits
+    }
+}
+
+extension GatewayConfiguration.Bucket {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["quota", "window", "burst", "key", "bypass"])
+        quota = try c.required("quota"); window = try c.required("window")
+        burst = try c.decodeIfPresent(Int.self, forKey: AnyKey(stringValue: "burst"))
+        try c.set(&key, "key")
+        bypass = try c.decodeIfPresent(GatewayConfiguration.Bypass.self, forKey: AnyKey(stringValue: "bypass"))
+    }
+}
+
+extension GatewayConfiguration.Bypass {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["types", "offerTTL", "passTTL", "passLevels", "difficulty", "count"])
+        try c.set(&types, "types"); try c.set(&offerTTL, "offerTTL"); try c.set(&passTTL, "passTTL"); try c.set(&passLevels, "passLevels")
+        try c.set(&difficulty, "difficulty"); try c.set(&count, "count")
+    }
+}
+
+extension GatewayConfiguration.BypassFields {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["type", "response", "siteKey", "keyId"])
+        try c.set(&type, "type"); try c.set(&response, "response"); try c.set(&siteKey, "siteKey"); try c.set(&keyId, "keyId")
     }
 }
 

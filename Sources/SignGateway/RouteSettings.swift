@@ -21,6 +21,8 @@ enum UpstreamTimeout: RouteRequirement {
 /// upstream timeout in its rule's requirements, the top-level ones where a route sets none.
 struct GatewayRoutes: Sendable {
     let policy: RoutePolicy
+    /// Every limit a route counts against.
+    let rateLimits: [RateLimit]
     let defaultBody: BodyHandling
     let defaultUpstreamTimeout: TimeAmount
 
@@ -37,8 +39,17 @@ struct GatewayRoutes: Sendable {
         for (index, challenge) in (configuration.attestation?.challenges ?? []).enumerated() {
             grantable.formUnion(try GatewayConfiguration.levels(challenge.levels, member: "attestation.challenges[\(index)].levels"))
         }
+        let buckets = try configuration.rateLimits?.limits() ?? [:]
+        var counted: [RateLimit] = []
         for (index, route) in configuration.policy.routes.enumerated() {
             var requirements = RouteRequirements(signature: route.signature)
+            requirements[RouteRateLimits.self] = try route.rateLimits.map { (name) throws(SignCoreError) -> RateLimit in
+                guard let limit = buckets[name] else {
+                    throw SignCoreError(.invalidConfiguration, "configuration: policy.routes[\(index)].rateLimits names \(name), which rateLimits.buckets does not have")
+                }
+                return limit
+            }
+            counted += requirements[RouteRateLimits.self]
             // A route's body members it does not set are the top-level ones.
             requirements.body = route.body.map { body in
                 Self.handling(GatewayConfiguration.Body(mode: body.mode ?? configuration.body.mode, limit: body.limit ?? configuration.body.limit))
@@ -63,6 +74,7 @@ struct GatewayRoutes: Sendable {
         var fallback = RouteRequirements(signature: configuration.policy.fallback)
         fallback[UpstreamTimeout.self] = configuration.upstreamTimeout
         policy = RoutePolicy(rules, fallback: fallback)
+        rateLimits = counted
         defaultBody = Self.handling(configuration.body)
         defaultUpstreamTimeout = .seconds(configuration.upstreamTimeout)
     }
