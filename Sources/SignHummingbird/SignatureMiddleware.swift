@@ -181,7 +181,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             return response
         case .pass(let fields):
             var response = try await next(request, context)
-            for name in Set(fields.map(\.name)) { response.headers[name] = nil }
+            for field in fields { response.headers[field.name] = nil }
             response.headers.append(contentsOf: fields)
             return response
         }
@@ -195,9 +195,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     /// The gate's decision at the request's origin, its refusals logged (code and route only).
     private func decide(_ request: Request, gate: RateLimitGate, count: RateLimitGate.Count, identity: VerifiedIdentity?, context: Context,
                         route: String) async -> RateDecision {
-        let origin: String
-        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return .refuse(Self.response(for: error)) }
-        switch await gate.decide(request.head, count: count, identity: identity, origin: origin) {
+        let serverOrigin = self.origin, head = request.head
+        switch await gate.decide(request.head, count: count, identity: identity, origin: { () throws(SignCoreError) in try serverOrigin.attestationOrigin(of: head) }) {
         case .pass(let fields):
             return .pass(fields)
         case .refuse(let refusal, let error):

@@ -7,6 +7,9 @@ import SignCore
 /// signature is checked (so failed signatures count too), or the key or account that a verified
 /// signature proves, counted after (so nobody spends another client's bucket by naming its key).
 /// With `bypass`, a limit that fires offers ways past it (§10.3).
+///
+/// A limit counts in a table of its own, created with it and shared by every copy of the value:
+/// two routes given the same limit count against one bucket per client.
 public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     public enum Key: String, Sendable, CaseIterable {
         /// The client's address (an IPv6 address's /64), from trusted proxies only.
@@ -23,6 +26,10 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     public var burst: Int
     public var key: Key
     public var bypass: BypassPolicy?
+    /// Each client's GCRA state under this limit.
+    let table = RateLimiter.Table()
+    /// `RateLimit-Policy`'s value, made once.
+    let policyText: String
 
     public static let quotas = 1...1_000_000
     public static let windows = 1...86_400
@@ -41,6 +48,21 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
         self.burst = burst
         self.key = key
         self.bypass = bypass
+        policyText = "\"\(bucket)\";q=\(quota);w=\(window)"
+    }
+
+    /// Limits are equal when they count alike (their tables aside).
+    public static func == (a: RateLimit, b: RateLimit) -> Bool {
+        a.bucket == b.bucket && a.quota == b.quota && a.window == b.window && a.burst == b.burst && a.key == b.key && a.bypass == b.bypass
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bucket)
+        hasher.combine(quota)
+        hasher.combine(window)
+        hasher.combine(burst)
+        hasher.combine(key)
+        hasher.combine(bypass)
     }
 
     /// Whether the limit is counted before the signature is checked.

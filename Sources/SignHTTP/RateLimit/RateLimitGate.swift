@@ -86,6 +86,7 @@ public struct RateLimitGate: Sendable {
     /// Counts the request against the limits of `limits` keyed by address (§10.2): before its
     /// signature is checked, so that requests that fail it count too.
     public func countBeforeVerification(_ limits: [RateLimit], address: String?, into count: inout Count) {
+        count.results.reserveCapacity(limits.count)
         for limit in limits where limit.countsBeforeVerification {
             count.results.append((limit, limiter.take(limit, client: Self.client(of: limit, identity: nil, address: address))))
         }
@@ -106,7 +107,10 @@ public struct RateLimitGate: Sendable {
             if limit.key == .account, !identity.account.isEmpty { return "c:" + identity.account }
             if limit.key != .address { return "k:" + identity.keyID }
         }
-        return "a:" + (address.flatMap(IPAddress.init)?.rateLimitKey ?? "-")
+        guard let address else { return "a:-" }
+        // An IPv4 address's text (as `IPAddress` writes it) is its key as it is; IPv6 keys by /64.
+        if !address.utf8.contains(UInt8(ascii: ":")) { return "a:" + address }
+        return "a:" + (IPAddress(address)?.rateLimitKey ?? "-")
     }
 
     /// Whether `request` carries something that may get it past a limit that fired (an answer or
@@ -124,13 +128,16 @@ public struct RateLimitGate: Sendable {
     }
 
     /// Decides a request whose limits were counted (`count`), whose signature verified as
-    /// `identity` (nil: not verified), received at `origin` (§10.5, §10.6): through when no limit
-    /// fired; else through an answer to the first fired limit that offers, or a pass for each
-    /// fired limit's bucket; else a 429 for the first limit still refusing.
-    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?, origin: String) async -> Verdict {
+    /// `identity` (nil: not verified), received at `origin` (§10.5, §10.6; read only when a limit
+    /// fired): through when no limit fired; else through an answer to the first fired limit that
+    /// offers, or a pass for each fired limit's bucket; else a 429 for the first limit still refusing.
+    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?,
+                       origin originOfRequest: () throws(SignCoreError) -> String) async -> Verdict {
+        guard count.fired else { return .pass(Self.state(of: count.results.min { $0.outcome.remaining < $1.outcome.remaining })) }
         var refusing = count.results.filter { !$0.outcome.allowed }
-        guard !refusing.isEmpty else { return .pass(Self.state(of: count.results.min { $0.outcome.remaining < $1.outcome.remaining })) }
         let now = clock()
+        let origin: String
+        do { origin = try originOfRequest() } catch { return .refuse(Refusal(error, serverTime: Int64(now / 1000)), error) }
         let thumbprint = identity?.keyThumbprint?.bytes
         var fields = HTTPFields()
         // An answer, to the first limit that fired and offers a way past.
@@ -221,7 +228,7 @@ public struct RateLimitGate: Sendable {
     static func state(of result: (limit: RateLimit, outcome: RateLimiter.Outcome)?) -> HTTPFields {
         var fields = HTTPFields()
         guard let (limit, outcome) = result else { return fields }
-        fields[policyField] = "\"\(limit.bucket)\";q=\(limit.quota);w=\(limit.window)"
+        fields[policyField] = limit.policyText
         fields[stateField] = "\"\(limit.bucket)\";r=\(outcome.remaining);t=\(outcome.reset)"
         return fields
     }

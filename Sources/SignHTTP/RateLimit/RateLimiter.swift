@@ -11,7 +11,6 @@ import Dispatch
 /// unlimited).
 public final class RateLimiter: Sendable {
     public let capacity: Int
-    private let tables = Locked<[RateLimit: Table]>([:])
     /// Nanoseconds of a monotonic clock.
     let clock: @Sendable () -> UInt64
 
@@ -31,20 +30,13 @@ public final class RateLimiter: Sendable {
         self.clock = clock
     }
 
-    /// Takes one request from the bucket of `client` under `limit`.
+    /// Takes one request from the bucket of `client` under `limit` (in the limit's own table).
     public func take(_ limit: RateLimit, client: String) -> Outcome {
-        let now = clock()
-        let table = tables.withLock { tables in
-            if let table = tables[limit] { return table }
-            let table = Table()
-            tables[limit] = table
-            return table
-        }
-        return table.take(client: client, now: now, interval: limit.interval, tolerance: limit.tolerance, capacity: capacity)
+        limit.table.take(client: client, now: clock(), interval: limit.interval, tolerance: limit.tolerance, capacity: capacity)
     }
 
     /// Clients held under `limit`, expired or not yet swept included.
-    public func clients(of limit: RateLimit) -> Int { tables.withLock { $0[limit] }?.count ?? 0 }
+    public func clients(of limit: RateLimit) -> Int { limit.table.count }
 
     final class Table: Sendable {
         private struct State {
