@@ -10,6 +10,8 @@ let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "
 let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest", "FuzzDeviceRegistration"]
 // The platforms' attestation parsers (docs/ATTEST.md §9.7-§9.8): SignDevice, with swift-certificates.
 let deviceFuzzers = ["FuzzCBOR", "FuzzAppAttest", "FuzzPlayIntegrity"]
+// Rate limits and secondary verification (docs/ATTEST.md §10): SignAttest's answers and passes, SignHTTP's readers.
+let rateFuzzers = ["FuzzRateBypass"]
 
 let package = Package(
     name: "FuzzTesting",
@@ -43,6 +45,13 @@ let package = Package(
             name: name,
             dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignAttest", package: "SignCore"),
                            .product(name: "SignDevice", package: "SignCore")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    } + rateFuzzers.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignAttest", package: "SignCore"),
+                           .product(name: "SignHTTP", package: "SignCore"), .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         )
     },

@@ -56,11 +56,6 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        // The device endpoint answers for itself, whatever the policy says of its path: a key
-        // registers there before any signature of it can verify (docs/ATTEST.md §9.2).
-        if let gate = attestation, let route = gate.deviceRoute(of: request.head) {
-            return await answerDevice(request, gate: gate, route: route, context: context)
-        }
         let decision = context.signCore.routeDecision ?? policy.decision(method: request.method, path: request.uri.path)
         // The attest endpoint always verifies its requests, whatever the policy says of its path.
         let isEndpoint = attestation?.isEndpoint(request.head) ?? false
@@ -86,6 +81,16 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
                case .refuse(let refusal) = await decide(request, gate: gate, count: count, identity: nil, context: context, route: route) {
                 return refusal
             }
+        }
+        // The device endpoint answers for itself, whatever the policy says of its path: a key
+        // registers there before any signature of it can verify (docs/ATTEST.md §9.2). Its
+        // route's limits count by address (registration metered per client).
+        if let gate = attestation, let deviceRoute = gate.deviceRoute(of: request.head) {
+            if count.fired, let limiter = rateLimits,
+               case .refuse(let refusal) = await decide(request, gate: limiter, count: count, identity: nil, context: context, route: route) {
+                return refusal
+            }
+            return await answerDevice(request, gate: gate, route: deviceRoute, context: context)
         }
         if requirement == .off {
             guard let gate = rateLimits, !limits.isEmpty else { return try await next(request, context) }

@@ -128,3 +128,60 @@ import SignHummingbird
         }
     }
 }
+
+/// The README's rate-limit example, as printed there, run live: a login limited per address that
+/// an install's registered key gets past by itself, and the responses read for what they ask.
+@Suite struct ReadmeRateLimitExampleTests {
+    @Test func theRateLimitExampleRuns() async throws {
+        let keys = try AttestationKeys([SigningKey.generate(.hmacSHA256, id: "challenge-1"), SigningKey.generate(.ed25519, id: "token-1")])
+        let registry = InMemoryDeviceRegistry()
+        let cache = try KeyCache(source: registry)
+        registry.changes.invalidate(cache)
+        let deviceVerifier = try Verifier(keys: KeySet([]), keyCache: cache, replayGuard: InMemoryReplayGuard())
+        let deviceGate = try AttestationGate(attestor: Attestor(keys: keys, redemptions: InMemoryRedemptionStore(),
+                                                                devices: Devices(registry: registry, policy: try DevicePolicy(appIDs: ["com.example.app"]))),
+                                             challenges: [.device(levels: .level(14))])
+        let origin = ServerOrigin(scheme: "http")
+        let router = Router(context: BasicSignatureRequestContext.self)
+        // README rate limits: begin
+        // Server: 3 logins a minute per client address (behind your proxies); past it, the install's
+        // registered key or a proof of work gets through (seed 001's X-Captcha-Type and -Response).
+        let login = try RateLimit(bucket: "LOGIN", quota: 3, window: 60, key: .address,
+                                  bypass: BypassPolicy(types: [.signcoreDeviceKey, .signcorePoW]))
+        var limited = RouteRequirements.require
+        limited[RouteRateLimits.self] = [login]
+        router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies([IPNetwork("10.0.0.0/8")!])))
+        router.add(middleware: SignatureMiddleware(verifier: deviceVerifier, origin: origin,
+                                                   policy: try RoutePolicy([.init("POST /v1/login", limited)], fallback: .require),
+                                                   attestation: deviceGate, rateLimits: try RateLimitGate(attestor: deviceGate.attestor)))
+        // README rate limits: end
+        router.post("/v1/login") { _, _ -> String in "welcome" }
+        let appSupport = FileManager.default.temporaryDirectory.appendingPathComponent("readme-limits-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: appSupport, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: appSupport) }
+        let installKey = try SigningKey.loadOrCreate(file: appSupport + "/install.jwk")
+        let device = DeviceKeyPolicy(appID: "com.example.app", counter: try DeviceCounter(file: appSupport + "/install.counter"))
+        try await Application(router: router).test(.live) { server in
+            let request = HTTPRequest(method: .post, url: URL(string: "http://127.0.0.1:\(server.port ?? 0)/v1/login")!)
+            let cookies = ""
+            // README rate limits: begin
+
+            // Client: a SignCore 429 it can answer is answered (the registered key, else work) and the
+            // pass kept; any response says what it asks (seed 004's cptCheck: 0 pass, 1 verify).
+            let limitedClient = try SigningClient(signer: Signer(key: installKey), device: device, rateLimit: RateLimitPolicy())
+            // README rate limits: end
+            for _ in 0..<7 {
+                // README rate limits: begin
+                let (reply, status) = try await URLSession.shared.signedData(for: request, body: Data("{}".utf8), client: limitedClient)
+                switch SecondaryVerification(status, body: Array(reply)) {
+                case .pass: break
+                case .rateLimited(let offers, let retryAfter): print("limited: \(offers.count) offers, retry after \(retryAfter ?? 0) s")
+                case .challenge, .register, .resign, .resyncClock, .retryLater, .block: print("refused: \(status.status)")
+                }
+                let recheck = SecondaryVerification.cptCheck(cookie: cookies, body: Array(reply))
+                // README rate limits: end
+                #expect(status.status == .ok && String(decoding: reply, as: UTF8.self) == "welcome" && recheck == 0)
+            }
+        }
+    }
+}

@@ -316,4 +316,29 @@ import Testing
             #expect(Self.code(unsigned) == 126)
         }
     }
+
+    /// Registration is metered per client address: a route's limits apply to the device endpoint,
+    /// which otherwise answers whatever the policy says of its path.
+    @Test func registrationIsMeteredPerAddress() async throws {
+        let server = try Server()
+        var metered = RouteRequirements.off
+        metered[RouteRateLimits.self] = [try RateLimit(bucket: "REGISTER", quota: 2, window: 60, key: .address)]
+        let policy = try RoutePolicy([.init("/.well-known/signcore/devices", metered), .init("/.well-known/signcore/devices/**", metered)],
+                                     fallback: .require)
+        let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies([IPNetwork("127.0.0.0/8")!])))
+        router.add(middleware: SignatureMiddleware(verifier: try Verifier(keys: KeySet([]), replayGuard: InMemoryReplayGuard()), origin: Self.origin,
+                                                   policy: policy, attestation: try AttestationGate(attestor: server.attestor, challenges: [.device(levels: .level(14))]),
+                                                   rateLimits: try RateLimitGate(attestor: server.attestor)))
+        try await Application(router: router).test(.live) { client async throws in
+            let uri = AttestationGate.defaultDeviceEndpoint + "/challenge"
+            for _ in 0..<2 { #expect(try await client.execute(uri: uri, method: .get, headers: Self.fields(uri, key: nil, from: "203.0.113.9")).status == .ok) }
+            let limited = try await client.execute(uri: uri, method: .get, headers: Self.fields(uri, key: nil, from: "203.0.113.9"))
+            #expect(limited.status == .tooManyRequests && Self.code(limited) == 120)
+            let posted = try await client.execute(uri: AttestationGate.defaultDeviceEndpoint, method: .post,
+                                                  headers: Self.fields(uri, key: nil, from: "203.0.113.9"), body: ByteBuffer(string: "{}"))
+            #expect(posted.status == .tooManyRequests)
+            #expect(try await client.execute(uri: uri, method: .get, headers: Self.fields(uri, key: nil, from: "203.0.113.10")).status == .ok)
+        }
+    }
 }
