@@ -111,8 +111,9 @@ public struct TrustedProxies: Sendable {
         var reversed = [peer]
         guard isTrusted(peer) else { return reversed }
         let reported: [String?] = switch field {
-        case .xForwardedFor: fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { Self.trim($0) }
-        case .forwarded: fields[values: Self.forwarded].flatMap { Self.forValues($0) ?? [nil] }
+        case .xForwardedFor: fields[values: Self.forwardedFor].flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+            .map { Self.address(in: Self.trim($0)) }
+        case .forwarded: fields[values: Self.forwarded].flatMap { Self.forValues($0) ?? Self.trailingForValues($0) }
         }
         for entry in reported.reversed() {
             guard reversed.count <= Self.maxHops, let address = entry.flatMap(IPAddress.init) else { break }
@@ -182,6 +183,18 @@ public struct TrustedProxies: Sendable {
             bytes.removeFirst()
             if b == UInt8(ascii: ",") { elements.append(current); current = nil } else if b != UInt8(ascii: ";") { return nil }
         }
+    }
+
+    /// The `for` addresses of the elements at the end of a `Forwarded` value whose start does not
+    /// parse (a client's unclosed quote), after an unreadable one: the elements the proxies
+    /// appended are still read, from the right, and the walk stops where the client's begin.
+    static func trailingForValues(_ value: String) -> [String?] {
+        var start = value.startIndex
+        while let comma = value[start...].firstIndex(of: ",") {
+            start = value.index(after: comma)
+            if let tail = forValues(String(value[start...])) { return [nil] + tail }
+        }
+        return [nil]
     }
 
     /// The address of a `for` value: `192.0.2.1`, `192.0.2.1:4711`, `[2001:db8::1]:4711`, `[2001:db8::1]`.

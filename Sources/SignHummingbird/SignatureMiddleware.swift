@@ -68,37 +68,42 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             // Fail closed: a token cannot be checked without a gate, nor bound without a signature.
             return Self.response(for: SignCoreError(.invalidConfiguration, "a route asks for attestation that this server cannot check"))
         }
-        // Rate limits by address count before the signature is checked; without an answer or a
-        // pass, one that fires refuses at once, before any work (docs/ATTEST.md §10.2).
+        // Rate limits by address count before the signature is checked; without a plausible answer
+        // or pass, one that fires refuses at once, before any other work (docs/ATTEST.md §10.2).
         let limits = decision.requirements[RouteRateLimits.self]
         var count = RateLimitGate.Count()
+        let address = context.signCore.clientAddress ?? (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress
         if !limits.isEmpty {
             guard let gate = rateLimits else {
                 return Self.response(for: SignCoreError(.invalidConfiguration, "a route sets rate limits that this server cannot count"))
             }
-            gate.countBeforeVerification(limits, address: context.signCore.clientAddress, into: &count)
-            if count.fired, !gate.carriesBypass(request.head),
-               case .refuse(let refusal) = await decide(request, gate: gate, count: count, identity: nil, context: context, route: route) {
+            gate.countBeforeVerification(limits, address: address, into: &count)
+            if count.fired, !gate.admitsAttempt(request.head, count: count, origin: { () throws(SignCoreError) in try origin.attestationOrigin(of: request.head) }),
+               case .refuse(let refusal) = await decide(request, gate: gate, count: count, identity: nil, reading: false, context: context, route: route) {
                 return refusal
             }
         }
         // The device endpoint answers for itself, whatever the policy says of its path: a key
         // registers there before any signature of it can verify (docs/ATTEST.md §9.2). Its
-        // route's limits count by address (registration metered per client).
+        // route's limits count as an unverified request's (registration metered per client).
         if let gate = attestation, let deviceRoute = gate.deviceRoute(of: request.head) {
-            if count.fired, let limiter = rateLimits,
-               case .refuse(let refusal) = await decide(request, gate: limiter, count: count, identity: nil, context: context, route: route) {
-                return refusal
+            if let limiter = rateLimits, !limits.isEmpty {
+                limiter.countAfterVerification(limits, identity: nil, address: address, into: &count)
+                if case .refuse(let refusal) = await decide(request, gate: limiter, count: count, identity: nil, context: context, route: route) {
+                    return refusal
+                }
             }
             return await answerDevice(request, gate: gate, route: deviceRoute, context: context)
         }
         if requirement == .off {
-            guard let gate = rateLimits, !limits.isEmpty else { return try await next(request, context) }
-            return try await limit(request, gate: gate, limits: limits, count: count, context: context, route: route, next: next)
+            return try await limited(request, limits: limits, count: count, address: address, context: context, route: route, next: next)
         }
         var request = request
         let started = ContinuousClock.now
         var record = DeferredRecord.none
+        // The nonce waits for what may still refuse without writing: the token (a 428 writes
+        // nothing) and, when a limit fired, the answer or pass (a 429 writes nothing).
+        let deferred = attested.mode != .off || count.fired
         do {
             try checkConnectionField(of: request)
             // A path read under several rules gets no rule's own body handling (its requirements have none).
@@ -107,16 +112,15 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             let (bodyDigest, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
                                                               route: route, verified: tokenVerified)
             let verified: VerifiedIdentity
-            if attested.mode == .off {
-                verified = try await verifier.verify(request.head, bodyDigest: bodyDigest, origin: origin)
-            } else {
-                // The nonce is recorded once the attestation passes: a 428 writes nothing.
+            if deferred {
                 (verified, record) = try await verifier.verifyDeferringRecord(request.head, bodyDigest: bodyDigest, origin: origin)
+            } else {
+                verified = try await verifier.verify(request.head, bodyDigest: bodyDigest, origin: origin)
             }
             // A registered device key's counter (docs/ATTEST.md §9.5), with its nonce when that is deferred.
             if let gate = attestation, gate.attestor.devices != nil, verifier.isDeviceKey(verified) {
                 let head = request.head
-                if attested.mode == .off {
+                if !deferred {
                     try await gate.observeCounter(head, identity: verified)
                 } else {
                     // The nonce first: a replayed request is `replayed`, never taken for a clone's counter.
@@ -138,49 +142,39 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             // route that requires attestation needs the signature its token is bound to.
             if requirement == .require || error.code == .bodyTooLarge || attested.mode == .require { return Self.response(for: error) }
         }
-        if let gate = rateLimits, !limits.isEmpty {
-            return try await limit(request, gate: gate, limits: limits, count: count, context: context, route: route) { request, context in
-                try await attest(request, context: context, isEndpoint: isEndpoint, attested: attested, requirement: requirement,
-                                 route: route, record: record, started: started, next: next)
+        // The token (docs/ATTEST.md §5.5), which writes nothing.
+        if let attestation, let identity = context.signCore.identity, attested.mode != .off,
+           let refusal = checkToken(request, gate: attestation, identity: identity, requirement: attested, route: route, context: &context) {
+            return refusal
+        }
+        // The deferred nonce (and counter), now that the token has passed.
+        if deferred, context.signCore.identity != nil {
+            do { try await record() } catch {
+                // The nonce was spent or could not be stored: the signature's own failure, as `verify` would have thrown it.
+                audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
+                context.signCore.identity = nil
+                context.signCore[Attested.self] = nil
+                context.signCore.verdict = .failed(error.code)
+                if requirement == .require || attested.mode == .require { return Self.response(for: error) }
             }
         }
-        return try await attest(request, context: context, isEndpoint: isEndpoint, attested: attested, requirement: requirement, route: route,
-                                record: record, started: started, next: next)
-    }
-
-    /// The attestation flow after the signature (and the rate limits), then the handler.
-    private func attest(_ request: Request, context: Context, isEndpoint: Bool, attested: AttestationRequirement,
-                        requirement: SignatureRequirement, route: String, record: DeferredRecord, started: ContinuousClock.Instant,
-                        next: (Request, Context) async throws -> Response) async throws -> Response {
-        var context = context
-        if let attestation, let identity = context.signCore.identity {
-            if isEndpoint { return await answer(request, gate: attestation, identity: identity) }
-            if attested.mode != .off {
-                switch await attest(request, gate: attestation, identity: identity, requirement: attested, route: route, record: record,
-                                    context: &context) {
-                case .proceed: break
-                case .refuse(let response): return response
-                case .recordFailed(let error):
-                    // The nonce was spent or could not be stored: the signature's own failure, as `verify` would have thrown it.
-                    audit.refused(error, requirement: requirement, route: route, logger: context.logger, elapsed: ContinuousClock.now - started)
-                    context.signCore.identity = nil
-                    context.signCore[Attested.self] = nil
-                    context.signCore.verdict = .failed(error.code)
-                    if requirement == .require || attested.mode == .require { return Self.response(for: error) }
-                }
-            }
+        // The limits by key or account, then an answer or passes (docs/ATTEST.md §10.7); then the
+        // attest endpoint or the handler.
+        return try await limited(request, limits: limits, count: count, address: address, context: context, route: route) { request, context in
+            if isEndpoint, let attestation, let identity = context.signCore.identity { return await answer(request, gate: attestation, identity: identity) }
+            return try await next(request, context)
         }
-        return try await next(request, context)
     }
 
     /// Counts the request against its route's limits keyed by key or account, and decides
     /// (docs/ATTEST.md §10.5): a refusal, or `next` with the limit's fields (and a new pass) on
     /// its response.
-    private func limit(_ request: Request, gate: RateLimitGate, limits: [RateLimit], count: RateLimitGate.Count, context: Context, route: String,
-                       next: (Request, Context) async throws -> Response) async rethrows -> Response {
+    private func limited(_ request: Request, limits: [RateLimit], count: RateLimitGate.Count, address: String?, context: Context, route: String,
+                         next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let gate = rateLimits, !limits.isEmpty else { return try await next(request, context) }
         var count = count
         let identity = context.signCore.identity
-        gate.countAfterVerification(limits, identity: identity, address: context.signCore.clientAddress, into: &count)
+        gate.countAfterVerification(limits, identity: identity, address: address, into: &count)
         switch await decide(request, gate: gate, count: count, identity: identity, context: context, route: route) {
         case .refuse(let response):
             return response
@@ -198,10 +192,11 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     }
 
     /// The gate's decision at the request's origin, its refusals logged (code and route only).
-    private func decide(_ request: Request, gate: RateLimitGate, count: RateLimitGate.Count, identity: VerifiedIdentity?, context: Context,
-                        route: String) async -> RateDecision {
+    private func decide(_ request: Request, gate: RateLimitGate, count: RateLimitGate.Count, identity: VerifiedIdentity?, reading: Bool = true,
+                        context: Context, route: String) async -> RateDecision {
         let serverOrigin = self.origin, head = request.head
-        switch await gate.decide(request.head, count: count, identity: identity, origin: { () throws(SignCoreError) in try serverOrigin.attestationOrigin(of: head) }) {
+        switch await gate.decide(request.head, count: count, identity: identity, reading: reading,
+                                 origin: { () throws(SignCoreError) in try serverOrigin.attestationOrigin(of: head) }) {
         case .pass(let fields):
             return .pass(fields)
         case .refuse(let refusal, let error):

@@ -27,7 +27,7 @@ import Testing
         /// `/search`: 2 per minute by key, past it a registered key or a proof of work; `/plain`:
         /// 1 per minute, no bypass; `/app-limit`: the application's own 429; `/relayed`: a 429
         /// whose offer was made to another key.
-        func app() throws -> some ApplicationProtocol {
+        func app(known: [SigningKey] = []) throws -> some ApplicationProtocol {
             let cache = try KeyCache(source: registry)
             registry.changes.invalidate(cache)
             let keys = try AttestationKeys([SigningKey.generate(.hmacSHA256, id: "challenge-1"), SigningKey.generate(.ed25519, id: "token-1")])
@@ -38,7 +38,8 @@ import Testing
             search[RouteRateLimits.self] = [try RateLimit(bucket: "SEARCH", quota: 2, window: 60, key: .key, bypass: bypass)]
             plain[RouteRateLimits.self] = [try RateLimit(bucket: "PLAIN", quota: 1, window: 60, key: .key)]
             let router = Router(context: BasicSignatureRequestContext.self)
-            router.add(middleware: SignatureMiddleware(verifier: try Verifier(keys: KeySet([]), keyCache: cache, replayGuard: InMemoryReplayGuard()),
+            router.add(middleware: SignatureMiddleware(verifier: try Verifier(keys: KeySet(known.map { try $0.publicOnly() }), keyCache: cache,
+                                                                              replayGuard: InMemoryReplayGuard()),
                                                        origin: ServerOrigin(scheme: "http"),
                                                        policy: try RoutePolicy([.init("/search", search), .init("/plain", plain)], fallback: .require),
                                                        attestation: try AttestationGate(attestor: attestor, challenges: [.device(levels: .level(14))]),
@@ -76,13 +77,14 @@ import Testing
                                        device: DeviceKeyPolicy(appID: "com.example.app", counter: DeviceCounter()), rateLimit: RateLimitPolicy())
         try await server.app().test(.live) { live in
             let base = "http://127.0.0.1:\(live.port ?? 0)"
-            for _ in 0..<6 {
+            for _ in 0..<4 {
                 let (response, body) = try await Self.get(base, "/search", client)
                 #expect(response.status == .ok && body == "found")
             }
-            // 2 free, then an answer and a pass's 2, then an answer and a pass's first (and the
-            // registration's challenge, redeemed once).
-            #expect(server.served.count == 6 && server.redemptions.count == 1 + 2)
+            // 2 free, then an answer moving the key to its own bucket of 2, then that bucket spent:
+            // an answer buys no more, and is not even read (the registration's challenge and one answer redeemed).
+            #expect(try await Self.get(base, "/search", client).0.status == .tooManyRequests)
+            #expect(server.served.count == 4 && server.redemptions.count == 1 + 1)
         }
     }
 
@@ -118,6 +120,21 @@ import Testing
             // An offer made to another key is not answered.
             #expect(try await Self.get(base, "/relayed", client).0.status == .tooManyRequests)
             #expect(server.redemptions.count == 1, "only the registration's challenge")
+        }
+    }
+
+    /// A key the server knows but has not registered answers with its device key first; the
+    /// server rejects that (`bypassDeviceRejected`, not registered), and the client answers the
+    /// same 429's next offer, its proof of work, by itself.
+    @Test func aRejectedDeviceAnswerFallsBackToWork() async throws {
+        let server = Server()
+        let key = try SigningKey.generate(.ed25519)
+        let client = try SigningClient(signer: Signer(key: key), device: DeviceKeyPolicy(appID: "com.example.app", counter: DeviceCounter()),
+                                       rateLimit: RateLimitPolicy())
+        try await server.app(known: [key]).test(.live) { live async throws in
+            let base = "http://127.0.0.1:\(live.port ?? 0)"
+            for _ in 0..<3 { #expect(try await Self.get(base, "/search", client).0.status == .ok) }
+            #expect(server.served.count == 3 && server.redemptions.count == 1, "the work's offer, redeemed once; the device's answer never")
         }
     }
 }

@@ -170,7 +170,7 @@ import SignHummingbird
             // pass kept; any response says what it asks (seed 004's cptCheck: 0 pass, 1 verify).
             let limitedClient = try SigningClient(signer: Signer(key: installKey), device: device, rateLimit: RateLimitPolicy())
             // README rate limits: end
-            for _ in 0..<7 {
+            for _ in 0..<5 {
                 // README rate limits: begin
                 let (reply, status) = try await URLSession.shared.signedData(for: request, body: Data("{}".utf8), client: limitedClient)
                 switch SecondaryVerification(status, body: Array(reply)) {

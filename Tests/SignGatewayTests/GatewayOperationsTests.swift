@@ -25,6 +25,9 @@ import Testing
         ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7, garbage", ["127.0.0.1"]),       // unreadable: the last trusted hop
         ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7,,10.0.0.2", ["10.0.0.2", "127.0.0.1"]),  // an empty entry too
         ("127.0.0.1", "x-forwarded-for", nil, "", ["127.0.0.1"]),
+        // Proxies that write a port, or brackets: the address.
+        ("127.0.0.1", "x-forwarded-for", nil, "198.51.100.7:5040, [2001:db8::9]:443, 10.0.0.2", ["2001:db8::9", "10.0.0.2", "127.0.0.1"]),
+        ("127.0.0.1", "x-forwarded-for", nil, "[2001:db8::9]", ["2001:db8::9", "127.0.0.1"]),
         // A client's Forwarded passed through by a proxy that writes X-Forwarded-For is never read.
         ("127.0.0.1", "x-forwarded-for", "for=6.6.6.6", "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),
         ("127.0.0.1", "x-forwarded-for", "for=6.6.6.6", nil, ["127.0.0.1"]),
@@ -36,6 +39,10 @@ import Testing
         // A quoted host holding `,for=`: one element, its own `for` the client.
         ("127.0.0.1", "forwarded", "for=203.0.113.5;host=\"x,for=198.51.100.7;a\"", nil, ["203.0.113.5", "127.0.0.1"]),
         ("127.0.0.1", "forwarded", "for=203.0.113.5;host=\"unterminated", nil, ["127.0.0.1"]),  // does not parse: nothing read
+        // A client's unclosed quote cannot swallow what the proxy appended to the same line: read from the right.
+        ("127.0.0.1", "forwarded", "for=\"6.6.6.6, for=198.51.100.7", nil, ["198.51.100.7", "127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=\"6.6.6.6, for=198.51.100.7, for=10.0.0.4", nil, ["198.51.100.7", "10.0.0.4", "127.0.0.1"]),
+        ("127.0.0.1", "forwarded", "for=\"6.6.6.6, for=10.0.0.4", nil, ["10.0.0.4", "127.0.0.1"]),
         ("127.0.0.1", "forwarded", "for=1.1.1.1;for=2.2.2.2", nil, ["127.0.0.1"]),
         ("127.0.0.1", "forwarded", nil, "198.51.100.7", ["127.0.0.1"]),
         ("::ffff:127.0.0.1", "x-forwarded-for", nil, "198.51.100.7", ["198.51.100.7", "127.0.0.1"]),  // an IPv4-mapped peer

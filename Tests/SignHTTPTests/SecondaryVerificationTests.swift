@@ -90,4 +90,28 @@ import Testing
         let body = Array(#"{"type":"about:blank","code":139,"name":"floodLimited","advice":"waitABit","action":"register"}"#.utf8)
         #expect(SecondaryVerification(problem: body) == .register && SecondaryVerification.cptCheck(cookie: "", body: body) == 1)
     }
+
+    @Test func anUnknownActionFallsBackToTheAdviceAndOffersComeFromTheBody() throws {
+        // An action this client does not know: the advice's.
+        var response = Refusal(SignCoreError(.deviceUnknown, "x")).response
+        response.headerFields[Refusal.actionField] = "solve-a-puzzle"
+        #expect(SecondaryVerification(response, body: []) == .register)
+        // An application's own JSON that looks like a problem document, with headers at hand: not SignCore's.
+        let lookalike = Array(#"{"code":80,"name":"attestationRequired","advice":"attest"}"#.utf8)
+        #expect(SecondaryVerification(HTTPResponse(status: .forbidden), body: lookalike) == .pass)
+        // A 429 whose signcore-bypass field an intermediary dropped: the offers of its problem document.
+        let attestor = try Attestor(keys: Self.keys, redemptions: InMemoryRedemptionStore())
+        let offers = try attestor.bypassOffers(BypassPolicy(types: [.signcorePoW]), bucket: "LOGIN", origin: "https://a.example", keyThumbprint: nil, now: 1)
+        let members: [String: ProblemValue] = ["extensions": .object(["rateLimitersFiring": .array([.object([
+            "rateLimitingBucket": .string("LOGIN"),
+            "captchaBypassAvailable": .array([.object(["type": .string("SIGNCORE_POW"), "siteKey": .string(offers[0].offer.text)])]),
+        ])])])]
+        let limited = try Refusal(SignCoreError(.rateLimited, "limited"), serverTime: 1, fields: [:], members: members)
+        guard case .rateLimited(let read, _) = SecondaryVerification(limited.response, body: limited.body),
+              case .rateLimited(let fromBody, _) = SecondaryVerification(problem: limited.body) else {
+            Issue.record("not read as a rate limit")
+            return
+        }
+        #expect(read.map(\.siteKey) == [offers[0].offer.text] && fromBody == read && read.first?.bucket == "LOGIN")
+    }
 }

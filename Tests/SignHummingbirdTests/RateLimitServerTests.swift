@@ -169,13 +169,20 @@ import Testing
             // The same answer twice: replay detected.
             let again = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: key, extra: fields))
             #expect(again.status == .conflict && Self.code(again) == 124)
-            // The pass buys a fresh allowance (2 requests), not unlimited ones.
-            for _ in 0..<2 {
-                let carried = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: key, extra: [(Self.pass, pass.text)]))
-                #expect(carried.status == .ok)
-            }
+            // The pass moves the key to a bucket of its own (2 requests, the answered one included), not unlimited ones.
+            let carried = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: key, extra: [(Self.pass, pass.text)]))
+            #expect(carried.status == .ok)
             let spent = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: key, extra: [(Self.pass, pass.text)]))
             #expect(spent.status == .tooManyRequests && Self.code(spent) == 120)
+            // A further answer buys nothing more: the key's own bucket refuses before the answer is read,
+            // so the offer stays unanswered.
+            let offer2 = try #require(Self.offers(spent).first { $0.type == .signcorePoW })
+            let solved2 = Self.answer(.signcorePoW, offer2, response: Self.solved(offer2))
+            let more = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: key, extra: solved2))
+            #expect(more.status == .tooManyRequests && Self.code(more) == 120 && more.headers[Self.pass] == nil)
+            // Unsigned, the same answer still passes its one request: it was never spent.
+            let unsigned = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: nil, extra: solved2))
+            #expect(unsigned.status == .unauthorized, "the route requires a signature: the answer is not read without one")
             // Bound to its key: another key's request with it is counted as one without.
             let thief = try SigningKey.generate(.ed25519)
             try await server.register(thief)
@@ -247,6 +254,10 @@ import Testing
             while ProofOfWork.isValid(wrong, for: pow.offer) { wrong[7] &+= 1 }
             #expect(Self.code(try await send("/search", key: device, Self.answer(.signcorePoW, pow, response: Base64URL.encode(wrong)))) == 127)
             #expect(Self.code(try await send("/search", key: device, Self.answer(.appleDeviceCheck, pow, response: "AAAA"))) == 126)
+            // An offer is answered as the type it was made for: the proof-of-work offer by a device, the device's by work.
+            #expect(Self.code(try await send("/search", key: device, Self.answer(.signcoreDeviceKey, pow,
+                                                                                response: Base64URL.encode(device.thumbprint.bytes)))) == 121)
+            #expect(Self.code(try await send("/search", key: device, Self.answer(.signcorePoW, keyOffer, response: "AAAAAAAAAAA"))) == 121)
             // Device integrity failed: a key that is not registered, one revoked; with the reason.
             let strangerLimited = try await send("/search", key: stranger, [])
             let strangerOffer = try #require(Self.offers(strangerLimited).first { $0.type == .signcoreDeviceKey })
@@ -340,5 +351,122 @@ import Testing
             #expect(posted.status == .tooManyRequests)
             #expect(try await client.execute(uri: uri, method: .get, headers: Self.fields(uri, key: nil, from: "203.0.113.10")).status == .ok)
         }
+    }
+
+    /// A limit that fired before the signature is checked lets the request reach verification only
+    /// with a plausible answer (an unexpired offer of this fleet for that bucket) or pass: one
+    /// header is not enough, so a flood costs no signature check.
+    @Test func onlyAPlausibleAnswerIsVerified() async throws {
+        let server = try Server()
+        let key = server.known
+        try await server.app().test(.live) { client async throws in
+            let limited = try await Self.exhaust(client, "/login", key: key)
+            let offer = try #require(Self.offers(limited).first { $0.type == .signcorePoW })
+            func forged(_ extra: [(HTTPField.Name, String)]) throws -> HTTPFields {
+                var fields = try Self.fields("/login", key: key, extra: extra)
+                let token = try #require(fields[HTTPField.Name("wtoken")!])
+                fields[HTTPField.Name("wtoken")!] = String(token.dropLast(3)) + (token.hasSuffix("AAA") ? "BBB" : "AAA")
+                return fields
+            }
+            // Junk answers and passes: refused at once, unverified (a 429, not the forged signature's 401).
+            for extra in [[(Self.type, "x")], [(Self.pass, "x")], [(Self.siteKey, offer.siteKey + "x")],
+                          [(Self.pass, try server.attestor.bypassOffers(BypassPolicy(types: [.signcorePoW]), bucket: "SEARCH", origin: "https://api.example.com",
+                                                                         keyThumbprint: nil, now: UInt64(SystemClock.milliseconds()))[0].offer.text)]] {
+                let status = try await client.execute(uri: "/login", method: .get, headers: forged(extra)).status
+                #expect(status == .tooManyRequests, "\(extra.map(\.0)) \(status)")
+            }
+            // A genuine offer: verified, so the forged signature is found.
+            let genuine = try await client.execute(uri: "/login", method: .get,
+                                                   headers: forged(Self.answer(.signcorePoW, offer, response: Self.solved(offer))))
+            #expect(genuine.status == .unauthorized)
+            // And the offer was not spent by it.
+            let answered = try await client.execute(uri: "/login", method: .get,
+                                                    headers: Self.fields("/login", key: key, extra: Self.answer(.signcorePoW, offer, response: Self.solved(offer))))
+            #expect(answered.status == .ok)
+        }
+    }
+
+    /// An account limit counts the account under the key that signs it: the account is the
+    /// signer's word, so no key spends another's account's bucket.
+    @Test func anAccountIsCountedUnderItsKey() async throws {
+        let keyA = try SigningKey.generate(.ed25519), keyB = try SigningKey.generate(.ed25519)
+        var route = RouteRequirements.require
+        route[RouteRateLimits.self] = [try RateLimit(bucket: "ACCOUNT", quota: 1, window: 60, key: .account)]
+        let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: SignatureMiddleware(verifier: try Verifier(keys: KeySet([keyA.publicOnly(), keyB.publicOnly()]), replayGuard: InMemoryReplayGuard()),
+                                                   origin: Self.origin, policy: try RoutePolicy([.init("/me", route)], fallback: .require),
+                                                   rateLimits: try RateLimitGate()))
+        router.get("/me") { _, context -> String in context.signature?.account ?? "-" }
+        try await Application(router: router).test(.live) { client async throws in
+            func send(_ key: SigningKey, account: String) async throws -> HTTPResponse.Status {
+                let headers = try Signer(key: key, account: account).sign(method: .get, url: "https://api.example.com/me", body: [])
+                return try await client.execute(uri: "/me", method: .get, headers: [HTTPField.Name("whash")!: headers.whash,
+                                                                                     HTTPField.Name("wtoken")!: headers.wtoken]).status
+            }
+            #expect(try await send(keyA, account: "alice") == .ok)
+            #expect(try await send(keyA, account: "alice") == .tooManyRequests)
+            // Another key naming alice has a bucket of its own; alice under key A another account's.
+            #expect(try await send(keyB, account: "alice") == .ok)
+            #expect(try await send(keyA, account: "bob") == .ok)
+        }
+    }
+
+    /// On a route that asks for attestation, the limits by key count after the token: a request
+    /// answered with a 428 spends nothing of its key's bucket (nor writes its nonce).
+    @Test func aTokenlessRequestSpendsNoBucket() async throws {
+        let server = try Server()
+        let key = server.known
+        var route = RouteRequirements.require
+        route[RouteRateLimits.self] = [try RateLimit(bucket: "ATTESTED", quota: 1, window: 60, key: .key)]
+        route[RouteAttestation.self] = .require(.level(0))
+        let router = Router(context: BasicSignatureRequestContext.self)
+        router.add(middleware: SignatureMiddleware(verifier: try Verifier(keys: KeySet([key.publicOnly()]), replayGuard: InMemoryReplayGuard()),
+                                                   origin: Self.origin, policy: try RoutePolicy([.init("/attested", route)], fallback: .require),
+                                                   attestation: try AttestationGate(attestor: server.attestor, challenges: [try ChallengePolicy(difficulty: 12, count: 1, levels: .level(0))]),
+                                                   rateLimits: try RateLimitGate(attestor: server.attestor)))
+        router.get("/attested") { _, _ -> String in "ok" }
+        try await Application(router: router).test(.live) { client async throws in
+            for _ in 0..<3 {
+                let response = try await client.execute(uri: "/attested", method: .get, headers: Self.fields("/attested", key: key))
+                #expect(response.status == .preconditionRequired)
+            }
+        }
+    }
+}
+
+/// The limiter alone: GCRA's arithmetic on a clock of the test's, and a table that stays bounded.
+@Suite struct RateLimiterTests {
+    final class Clock: Sendable {
+        private let value = Locked<UInt64>(1_000_000_000_000)
+        var now: UInt64 { value.withLock { $0 } }
+        func advance(seconds: UInt64) { value.withLock { $0 += seconds * 1_000_000_000 } }
+    }
+
+    @Test func aBucketRefillsAtItsRate() throws {
+        let clock = Clock()
+        let limiter = RateLimiter(clock: { clock.now })
+        let limit = try RateLimit(bucket: "B", quota: 6, window: 60, burst: 3)  // one each 10 s, 3 at once
+        #expect((0..<3).map { _ in limiter.take(limit, client: "c").remaining } == [2, 1, 0])
+        let refused = limiter.take(limit, client: "c")
+        #expect(!refused.allowed && refused.retryAfter == 10 && refused.reset == 30)
+        clock.advance(seconds: 10)
+        #expect(limiter.take(limit, client: "c").allowed && !limiter.take(limit, client: "c").allowed)
+        clock.advance(seconds: 30)
+        #expect((0..<3).allSatisfy { _ in limiter.take(limit, client: "c").allowed })
+        #expect(limiter.take(limit, client: "other").remaining == 2)
+    }
+
+    @Test func aFullTableSweepsAtMostOnceASecondAndSharesOneBucketMeanwhile() throws {
+        let clock = Clock()
+        let limiter = RateLimiter(capacity: 4, clock: { clock.now })
+        let limit = try RateLimit(bucket: "B", quota: 1, window: 60)
+        for client in ["a", "b", "c", "d"] { #expect(limiter.take(limit, client: client).allowed) }
+        // Full, and no bucket full again: new clients share one bucket (limited together, not let through).
+        #expect(limiter.take(limit, client: "e").allowed)
+        #expect(!limiter.take(limit, client: "f").allowed)
+        #expect(limiter.clients(of: limit) == 5)
+        // Once the buckets are full again, the sweep forgets them and new clients have their own.
+        clock.advance(seconds: 61)
+        #expect(limiter.take(limit, client: "g").allowed && limiter.clients(of: limit) == 1)
     }
 }

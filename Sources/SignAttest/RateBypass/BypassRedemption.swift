@@ -39,6 +39,10 @@ extension Attestor {
         guard (1...BypassAnswer.maxResponseBytes).contains(response.count) else {
             throw SignCoreError(.bypassMalformed, "X-Captcha-Response is 1-16384 bytes")
         }
+        // An offer with work is answered with work only, and one without by a device only.
+        guard (offer.difficulty > 0) == (type == .signcorePoW) else {
+            throw SignCoreError(.bypassMalformed, "the offer was made for another bypass type")
+        }
         var work: [UInt8] = [], assertion: AttestRequest.PlatformAssertion?
         switch type {
         case .signcoreDeviceKey:
@@ -51,8 +55,8 @@ extension Attestor {
             else { throw SignCoreError(.bypassMalformed, "an APPLE_DEVICE_CHECK answer is a base64 assertion and its key id") }
             assertion = .init(format: .appleAppAttest, keyID: keyID, token: token)
         case .signcorePoW:
-            guard offer.difficulty > 0, let answer = Base64URL.decode(answer.response), answer.count == 8 * offer.count else {
-                throw SignCoreError(.bypassMalformed, "a SIGNCORE_POW answer is base64url of 8 bytes per sub-solution of an offer with work")
+            guard let answer = Base64URL.decode(answer.response), answer.count == 8 * offer.count else {
+                throw SignCoreError(.bypassMalformed, "a SIGNCORE_POW answer is base64url of 8 bytes per sub-solution")
             }
             work = answer
         default:

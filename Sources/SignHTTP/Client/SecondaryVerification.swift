@@ -4,8 +4,8 @@ import SignCore
 
 /// What a response asks of the client (docs/ATTEST.md §10.9, seed 004's secondary verification):
 /// read from a SignCore refusal's `signcore-action` and `signcore-error` fields, or, when only
-/// the body is at hand (seed 004's `cptCheck`), from its problem document. A response that is
-/// not a SignCore refusal (a success, an application's own 404 or 429) is `pass`: only
+/// the body is at hand (seed 004's `cptCheck`), from its problem document. A response without a
+/// `signcore-error` field (a success, an application's own 404 or 429) is `pass`: only
 /// SignCore's own refusals ask anything of the client.
 public enum SecondaryVerification: Sendable, Equatable {
     /// Nothing to do.
@@ -38,17 +38,23 @@ public enum SecondaryVerification: Sendable, Equatable {
         }
     }
 
-    /// Reads a response's status, fields and the start of its body (at most `maxBodyBytes` read).
+    /// Reads a response's status, fields and the start of its body (at most `maxBodyBytes`): a
+    /// rate limit's offers come from its problem document when its field is missing.
     public init(_ response: HTTPResponse, body: [UInt8] = [], challengeField: HTTPField.Name = AttestationFieldNames.standard.challenge) {
         guard let refusal = ReceivedRefusal(response, knownCodes: Self.knownCodes, knownAdvice: Self.knownAdvice) else {
-            self = Self(problem: response.status.code >= 400 ? body : [])
+            self = .pass
             return
         }
         let retryAfter = response.headerFields[.retryAfter].flatMap { Int($0) }
-        let action = response.headerFields[Refusal.actionField] ?? refusal.advice.map { Refusal.action(for: $0) }
+        // An action this client does not know: the advice's (SPEC §7.1).
+        let action = response.headerFields[Refusal.actionField].flatMap { Self.actions.contains($0) ? $0 : nil }
+            ?? refusal.advice.map { Refusal.action(for: $0) }
         switch action {
         case "challenge": self = .challenge(response.headerFields[challengeField].flatMap { try? Challenge(parsing: $0) })
-        case "rate-limited": self = .rateLimited(offers: RateLimitOffer.offers(in: response), retryAfter: retryAfter)
+        case "rate-limited":
+            // The offers of the field, else (an intermediary dropped it) of the problem document.
+            let offers = RateLimitOffer.offers(in: response)
+            self = .rateLimited(offers: offers.isEmpty ? RateLimitOffer.offers(inProblem: body) : offers, retryAfter: retryAfter)
         case "register": self = .register
         case "resign": self = .resign
         case "resync-clock": self = .resyncClock(serverTime: refusal.serverTime)
@@ -68,13 +74,12 @@ public enum SecondaryVerification: Sendable, Equatable {
             return
         }
         let advice = String(decoding: adviceBytes, as: UTF8.self)
-        let action: String
-        if case .string(let given)? = object["action"] { action = String(decoding: given, as: UTF8.self) } else {
-            action = Self.knownAdvice.first { $0.rawValue == advice }.map { Refusal.action(for: $0) } ?? "block"
-        }
+        let given: String? = if case .string(let text)? = object["action"] { String(decoding: text, as: UTF8.self) } else { nil }
+        let action = given.flatMap { Self.actions.contains($0) ? $0 : nil }
+            ?? Self.knownAdvice.first { $0.rawValue == advice }.map { Refusal.action(for: $0) } ?? "block"
         switch action {
         case "challenge": self = .challenge(nil)
-        case "rate-limited": self = .rateLimited(offers: [], retryAfter: nil)
+        case "rate-limited": self = .rateLimited(offers: RateLimitOffer.offers(inProblem: body), retryAfter: nil)
         case "register": self = .register
         case "resign": self = .resign
         case "resync-clock": self = .resyncClock(serverTime: nil)
@@ -89,6 +94,9 @@ public enum SecondaryVerification: Sendable, Equatable {
     public static func cptCheck(cookie: String, body: [UInt8]) -> Int32 {
         SecondaryVerification(problem: body).requiresVerification ? 1 : 0
     }
+
+    /// The actions of SPEC §7.1 and docs/ATTEST.md §10.9.
+    static let actions: Set<String> = ["challenge", "rate-limited", "register", "resign", "resync-clock", "retry-later", "block"]
 
     static let knownCodes = SignCoreError.Code.attestationCodes + SignCoreError.Code.deviceCodes + SignCoreError.Code.rateLimitCodes
     static let knownAdvice: [SignCoreError.Advice] = SignCoreError.Advice.allCases + [.attest, .register, .bypass]

@@ -26,8 +26,8 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     public var burst: Int
     public var key: Key
     public var bypass: BypassPolicy?
-    /// Each client's GCRA state under this limit.
-    let table = RateLimiter.Table()
+    /// Each client's GCRA state under this limit, and each key's with a pass (§10.6).
+    let table = RateLimiter.Table(), passTable = RateLimiter.Table()
     /// `RateLimit-Policy`'s value, made once.
     let policyText: String
 

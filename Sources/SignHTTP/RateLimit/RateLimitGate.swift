@@ -69,8 +69,15 @@ public struct RateLimitGate: Sendable {
         for limit in limits {
             guard let bypass = limit.bypass else { continue }
             guard let attestor else { throw SignCoreError(.invalidConfiguration, "a limit offers a bypass, and the gate has no attestor") }
-            guard attestor.devices != nil || !bypass.types.contains(where: \.needsDevices) else {
-                throw SignCoreError(.invalidConfiguration, "a limit offers a device's bypass, and the attestor has no devices")
+            guard let devices = attestor.devices else {
+                guard !bypass.types.contains(where: \.needsDevices) else {
+                    throw SignCoreError(.invalidConfiguration, "a limit offers a device's bypass, and the attestor has no devices")
+                }
+                continue
+            }
+            for (type, format) in [(BypassType.appleDeviceCheck, DeviceFormat.appleAppAttest), (.androidPlayIntegrity, .androidPlayIntegrity)]
+            where bypass.types.contains(type) && (!devices.policy.formats.contains(format) || devices.policy.verifiers[format] == nil) {
+                throw SignCoreError(.invalidConfiguration, "a limit offers \(type.rawValue), and the devices do not accept \(format.rawValue)")
             }
         }
     }
@@ -101,10 +108,11 @@ public struct RateLimitGate: Sendable {
     }
 
     /// A client's bucket under `limit` (§10.2): `a:` an address (IPv6: its /64), `k:` a key id,
-    /// `c:` an account, each in a namespace of its own.
+    /// `c:` a key id and an account, each in a namespace of its own.
     static func client(of limit: RateLimit, identity: VerifiedIdentity?, address: String?) -> String {
         if let identity {
-            if limit.key == .account, !identity.account.isEmpty { return "c:" + identity.account }
+            // The account is the signer's word: counted under its key, so no key spends another's account.
+            if limit.key == .account, !identity.account.isEmpty { return "c:" + identity.keyID + "\n" + identity.account }
             if limit.key != .address { return "k:" + identity.keyID }
         }
         guard let address else { return "a:-" }
@@ -113,10 +121,34 @@ public struct RateLimitGate: Sendable {
         return "a:" + (IPAddress(address)?.rateLimitKey ?? "-")
     }
 
-    /// Whether `request` carries something that may get it past a limit that fired (an answer or
-    /// a pass): without, a limit that fires before the signature is checked refuses at once.
-    public func carriesBypass(_ request: HTTPRequest) -> Bool {
-        request.headerFields[names.type] != nil || request.headerFields[Self.passField] != nil
+    /// Whether `request`, refused by a limit before its signature was checked, carries what may
+    /// get it past (§10.2): an answer whose offer is one of this fleet's (its tag verifies),
+    /// unexpired, for the bucket of a limit that fired and offers a way past; or a pass that
+    /// parses, is within its time and is for such a bucket. What does not is refused at once.
+    public func admitsAttempt(_ request: HTTPRequest, count: Count, origin originOfRequest: () throws(SignCoreError) -> String) -> Bool {
+        guard let attestor, let origin = try? originOfRequest() else { return false }
+        let now = clock()
+        let buckets = Set(count.results.filter { !$0.outcome.allowed && $0.limit.bypass != nil }.map { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) })
+        if let siteKey = request.headerFields[names.siteKey], let offer = try? Challenge(parsing: siteKey), offer.kind == .rateBypass,
+           buckets.contains(offer.originDigest), now < Self.plus(offer.expiresAt, attestor.skew),
+           let key = attestor.keys.challengeKey(id: offer.serverKeyID),
+           (try? key.verifyMessage(Array(offer.body), signature: Array(offer.tag), context: Challenge.tagContext)) != nil {
+            return true
+        }
+        guard let field = request.headerFields[Self.passField], field.utf8.count <= RatePass.maxFieldBytes else { return false }
+        return field.split(separator: ",").contains { member in
+            guard let pass = try? AttestationToken(parsing: String(member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()))
+            else { return false }
+            return buckets.contains(pass.originDigest) && now < Self.plus(pass.expiresAt, attestor.skew)
+        }
+    }
+
+    /// `a + b`, or the largest time when that does not fit.
+    static func plus(_ a: UInt64, _ b: UInt64) -> UInt64 { a.addingReportingOverflow(b).overflow ? .max : a + b }
+
+    /// Whether `request` carries an answer: any of its three fields.
+    func carriesAnswer(_ request: HTTPRequest) -> Bool {
+        request.headerFields[names.type] != nil || request.headerFields[names.response] != nil || request.headerFields[names.siteKey] != nil
     }
 
     /// What the gate decided for one request.
@@ -131,32 +163,61 @@ public struct RateLimitGate: Sendable {
     /// `identity` (nil: not verified), received at `origin` (§10.5, §10.6; read only when a limit
     /// fired): through when no limit fired; else through an answer to the first fired limit that
     /// offers, or a pass for each fired limit's bucket; else a 429 for the first limit still refusing.
-    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?,
+    /// With `reading` false (a request refused before its signature was checked, with nothing
+    /// plausible to get past), neither answer nor pass is read: the 429 at once.
+    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?, reading: Bool = true,
                        origin originOfRequest: () throws(SignCoreError) -> String) async -> Verdict {
         guard count.fired else { return .pass(Self.state(of: count.results.min { $0.outcome.remaining < $1.outcome.remaining })) }
-        var refusing = count.results.filter { !$0.outcome.allowed }
         let now = clock()
         let origin: String
         do { origin = try originOfRequest() } catch { return .refuse(Refusal(error, serverTime: Int64(now / 1000)), error) }
         let thumbprint = identity?.keyThumbprint?.bytes
+        var refusing = count.results.filter { !$0.outcome.allowed }
         var fields = HTTPFields()
-        // An answer, to the first limit that fired and offers a way past.
-        if request.headerFields[names.type] != nil {
-            guard let target = refusing.first(where: { $0.limit.bypass != nil }), let policy = target.limit.bypass, let attestor else {
-                let error = SignCoreError(.bypassNotOffered, "the limit that refused the request offers no bypass")
-                return .refuse(Refusal(error, serverTime: Int64(now / 1000)), error)
+        // Passes first: a limit whose bucket a valid pass is for counts the request in the key's pass bucket.
+        let passes = reading ? request.headerFields[values: Self.passField] : []
+        if let thumbprint, let attestor, passes.count == 1 {
+            refusing.removeAll { result in
+                guard let policy = result.limit.bypass,
+                      attestor.ratePass(in: passes[0], policy: policy, bucket: result.limit.bucket, origin: origin, keyThumbprint: thumbprint, now: now) != nil
+                else { return false }
+                return limiter.takePass(result.limit, thumbprint: thumbprint).allowed
             }
-            do {
+        }
+        // An answer, to the limit still refusing whose bucket its offer is for.
+        if !refusing.isEmpty, reading, carriesAnswer(request) {
+            do throws(SignCoreError) {
                 let answer = try self.answer(in: request, identity: identity)
-                if let pass = try await attestor.redeemBypass(answer, policy: policy, bucket: target.limit.bucket, origin: origin,
-                                                              keyThumbprint: thumbprint, now: now) {
-                    fields[Self.passField] = pass.text
+                let offered = refusing.filter { $0.limit.bypass != nil }
+                guard let attestor, let first = offered.first else {
+                    throw SignCoreError(.bypassNotOffered, "the limit that refused the request offers no bypass")
                 }
-                refusing.removeAll { $0.limit.bucket == target.limit.bucket }
+                let digest = (try? Challenge(parsing: answer.siteKey))?.originDigest
+                let target = offered.first { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) == digest } ?? first
+                guard let policy = target.limit.bypass else { throw SignCoreError(.bypassNotOffered, "the limit offers no bypass") }
+                // Every limit of that bucket offering this type is answered. A signed request counts in
+                // its key's own bucket first: an answer never gets a key past a bucket it has spent.
+                let type = BypassType(rawValue: answer.type)
+                let answered = refusing.filter { $0.limit.bucket == target.limit.bucket && $0.limit.bypass?.types.contains(type) == true }
+                if let thumbprint, let spent = answered.lazy.map({ ($0.limit, self.limiter.passAllows($0.limit, thumbprint: thumbprint)) })
+                    .first(where: { !$0.1.allowed }) {
+                    let error = SignCoreError(.rateLimited, "the key has spent its own \(spent.0.bucket) bucket")
+                    return .refuse(limited(error, spent, thumbprint: thumbprint, origin: origin, now: now), error)
+                }
+                let pass = try await attestor.redeemBypass(answer, policy: policy, bucket: target.limit.bucket, origin: origin,
+                                                           keyThumbprint: thumbprint, now: now)
+                refusing.removeAll { result in answered.contains { $0.limit == result.limit } }
+                if let pass, let thumbprint {
+                    fields[Self.passField] = pass.text
+                    for result in answered {
+                        let outcome = limiter.takePass(result.limit, thumbprint: thumbprint)
+                        if !outcome.allowed { refusing.append((result.limit, outcome)) }
+                    }
+                }
             } catch {
                 let (refused, reason, cause) = BypassRejection.refusal(for: error)
-                if refused.code == .bypassExpired {
-                    return .refuse(limited(refused, target, thumbprint: thumbprint, origin: origin, now: now), refused)
+                if refused.code == .bypassExpired, let first = refusing.first(where: { $0.limit.bypass != nil }) ?? refusing.first {
+                    return .refuse(limited(refused, first, thumbprint: thumbprint, origin: origin, now: now), refused)
                 }
                 var members: [String: ProblemValue] = [:]
                 if let reason { members["reason"] = .string(reason.rawValue) }
@@ -166,19 +227,9 @@ public struct RateLimitGate: Sendable {
                 return .refuse(refusal, refused)
             }
         }
-        // Passes, each counted in a bucket of its own under its limit.
-        if !refusing.isEmpty, let thumbprint, let attestor, let field = request.headerFields[values: Self.passField].first,
-           request.headerFields[values: Self.passField].count == 1 {
-            refusing.removeAll { result in
-                guard let policy = result.limit.bypass,
-                      let pass = attestor.ratePass(in: field, policy: policy, bucket: result.limit.bucket, origin: origin, keyThumbprint: thumbprint, now: now)
-                else { return false }
-                return limiter.take(result.limit, client: "p:" + Base64URL.encode(pass.tokenID)).allowed
-            }
-        }
         if let first = refusing.first {
             let error = SignCoreError(.rateLimited, "the \(first.limit.bucket) limit is exhausted")
-            return .refuse(limited(error, first, thumbprint: thumbprint, origin: origin, now: now), error)
+            return .refuse(limited(error, first, thumbprint: thumbprint, origin: origin, now: now, adding: fields), error)
         }
         return .pass(fields)
     }
@@ -186,29 +237,29 @@ public struct RateLimitGate: Sendable {
     /// The answer's fields, each sent once (`bypassMalformed`), covered by the signature of a
     /// verified request (`headerNotCovered`, §10.4).
     func answer(in request: HTTPRequest, identity: VerifiedIdentity?) throws(SignCoreError) -> BypassAnswer {
-        var values: [String?] = []
-        for name in names.all {
-            let sent = request.headerFields[values: name]
-            guard sent.count <= 1 else { throw SignCoreError(.bypassMalformed, "a bypass field is sent more than once") }
-            if let identity, !sent.isEmpty, !identity.coveredHeaders.contains(where: { $0.utf8.elementsEqual(name.canonicalName.utf8) }) {
-                throw SignCoreError(.headerNotCovered, "the signature does not cover the bypass answer's fields")
-            }
-            values.append(sent.first)
-        }
-        guard let type = values[0], let response = values[1], let siteKey = values[2] else {
+        let values = names.all.map { request.headerFields[values: $0] }
+        guard values.allSatisfy({ $0.count <= 1 }) else { throw SignCoreError(.bypassMalformed, "a bypass field is sent more than once") }
+        guard let type = values[0].first, let response = values[1].first, let siteKey = values[2].first else {
             throw SignCoreError(.bypassMalformed, "an answer has X-Captcha-Type, X-Captcha-Response and X-Captcha-Site-Key")
         }
-        return BypassAnswer(type: type, response: response, siteKey: siteKey, keyID: values[3])
+        if let identity {
+            for (name, sent) in zip(names.all, values) where !sent.isEmpty
+            && !identity.coveredHeaders.contains(where: { $0.utf8.elementsEqual(name.canonicalName.utf8) }) {
+                throw SignCoreError(.headerNotCovered, "the signature does not cover the bypass answer's fields")
+            }
+        }
+        return BypassAnswer(type: type, response: response, siteKey: siteKey, keyID: values[3].first)
     }
 
     /// The 429 of `error` (`rateLimited`, `bypassExpired`) for `result`'s limit (§10.3): its
     /// fields, fresh offers bound to the bucket and the key (when verified), and seed 001's members.
     func limited(_ error: SignCoreError, _ result: (limit: RateLimit, outcome: RateLimiter.Outcome), thumbprint: [UInt8]?, origin: String,
-                 now: UInt64) -> Refusal {
+                 now: UInt64, adding extra: HTTPFields = HTTPFields()) -> Refusal {
         let limit = result.limit
         let offers = limit.bypass.flatMap { try? attestor?.bypassOffers($0, bucket: limit.bucket, origin: origin, keyThumbprint: thumbprint, now: now) } ?? []
         var fields = Self.state(of: (limit, result.outcome))
         fields[.retryAfter] = String(max(1, result.outcome.retryAfter))
+        fields.append(contentsOf: extra)
         if !offers.isEmpty {
             fields[Self.offerField] = offers.map { "\($0.type.rawValue);bucket=\"\(limit.bucket)\";site-key=\"\($0.offer.text)\"" }
                 .joined(separator: ", ")

@@ -35,6 +35,19 @@ public final class RateLimiter: Sendable {
         limit.table.take(client: client, now: clock(), interval: limit.interval, tolerance: limit.tolerance, capacity: capacity)
     }
 
+    /// Takes one request from the pass bucket of the key with `thumbprint` under `limit`
+    /// (docs/ATTEST.md §10.6): a table of its own, so that no flood of clients crowds passes out.
+    public func takePass(_ limit: RateLimit, thumbprint: [UInt8]) -> Outcome {
+        limit.passTable.take(client: Base64URL.encode(thumbprint), now: clock(), interval: limit.interval, tolerance: limit.tolerance,
+                             capacity: capacity)
+    }
+
+    /// Whether the pass bucket of the key with `thumbprint` under `limit` would allow a request
+    /// now, without taking one.
+    public func passAllows(_ limit: RateLimit, thumbprint: [UInt8]) -> RateLimiter.Outcome {
+        limit.passTable.peek(client: Base64URL.encode(thumbprint), now: clock(), interval: limit.interval, tolerance: limit.tolerance)
+    }
+
     /// Clients held under `limit`, expired or not yet swept included.
     public func clients(of limit: RateLimit) -> Int { limit.table.count }
 
@@ -42,6 +55,9 @@ public final class RateLimiter: Sendable {
         private struct State {
             var arrivals: [String: UInt64] = [:]
             var sweepAt = 1024
+            /// When a full table was last swept: a full table is swept at most once a second, so
+            /// clients that keep it full cannot make every new one pay for a sweep.
+            var sweptFullAt: UInt64 = 0
         }
 
         private let state = Locked(State())
@@ -54,8 +70,13 @@ public final class RateLimiter: Sendable {
             state.withLock { state in
                 var client = client
                 if state.arrivals[client] == nil, state.arrivals.count >= min(state.sweepAt, capacity) {
-                    state.arrivals = state.arrivals.filter { $0.value > now }
-                    state.sweepAt = max(1024, 2 * state.arrivals.count)
+                    let full = state.arrivals.count >= capacity
+                    if !full || now >= state.sweptFullAt &+ 1_000_000_000 {
+                        // A client whose bucket is full again (its arrival time passed) is as one never seen.
+                        state.arrivals = state.arrivals.filter { $0.value > now }
+                        state.sweepAt = max(1024, 2 * state.arrivals.count)
+                        if full { state.sweptFullAt = now }
+                    }
                     if state.arrivals.count >= capacity { client = Self.overflow }
                 }
                 let arrival = max(state.arrivals[client] ?? now, now)
@@ -68,6 +89,16 @@ public final class RateLimiter: Sendable {
                 let left = tolerance + interval - (next - now)
                 return Outcome(allowed: true, remaining: Int(left / interval), reset: Self.seconds(next - now), retryAfter: 0)
             }
+        }
+
+        /// What `take` would find, changing nothing.
+        func peek(client: String, now: UInt64, interval: UInt64, tolerance: UInt64) -> Outcome {
+            let arrival = max(state.withLock { $0.arrivals[client] } ?? now, now)
+            let ahead = arrival - now
+            guard ahead <= tolerance else {
+                return Outcome(allowed: false, remaining: 0, reset: Self.seconds(ahead), retryAfter: max(1, Self.seconds(ahead - tolerance)))
+            }
+            return Outcome(allowed: true, remaining: Int((tolerance - ahead) / interval) + 1, reset: Self.seconds(ahead), retryAfter: 0)
         }
 
         /// Whole seconds, rounded up.

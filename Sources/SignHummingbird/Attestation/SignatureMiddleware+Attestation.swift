@@ -12,21 +12,13 @@ import SignHTTP
 /// whose requests are always verified. In the signature middleware itself, so that no order of
 /// middlewares can let a request through with its nonce unrecorded or its token unchecked.
 extension SignatureMiddleware {
-    enum AttestOutcome {
-        /// The request goes on, its nonce recorded (and its token in the context when it passed).
-        case proceed
-        /// The attestation's refusal (a 428 with a challenge, say); the nonce is not recorded.
-        case refuse(Response)
-        /// The attestation passed (or was monitored), but the nonce could not be recorded:
-        /// `replayed`, or the replay store unreachable.
-        case recordFailed(SignCoreError)
-    }
-
-    /// Checks the token for `requirement`, then records the signature's nonce.
-    func attest(_ request: Request, gate: AttestationGate, identity: VerifiedIdentity, requirement: AttestationRequirement,
-                route: String, record: DeferredRecord, context: inout Context) async -> AttestOutcome {
+    /// Checks the token for `requirement` (docs/ATTEST.md §5.5), which writes nothing: the
+    /// refusal (a 428 with a challenge, say), or nil when the request goes on (its token in the
+    /// context when it passed; logged when a monitor route's would have been refused).
+    func checkToken(_ request: Request, gate: AttestationGate, identity: VerifiedIdentity, requirement: AttestationRequirement,
+                    route: String, context: inout Context) -> Response? {
         let origin: String
-        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return .refuse(Self.response(for: error)) }
+        do { origin = try self.origin.attestationOrigin(of: request.head) } catch { return Self.response(for: error) }
         switch gate.check(request.head, identity: identity, requirement: requirement, origin: origin) {
         case .pass(let token):
             context.signCore[Attested.self] = token
@@ -34,10 +26,9 @@ extension SignatureMiddleware {
             Self.log("attestation would have refused", error, mode: "monitor", route: route, logger: context.logger)
         case .refuse(let refusal, let error):
             Self.log("attestation refused", error, mode: "require", route: route, logger: context.logger)
-            return .refuse(Response(refusal))
+            return Response(refusal)
         }
-        do { try await record() } catch { return .recordFailed(error) }
-        return .proceed
+        return nil
     }
 
     /// Answers the attest endpoint (docs/ATTEST.md §4) for a verified request; its body was

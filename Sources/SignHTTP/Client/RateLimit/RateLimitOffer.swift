@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import RawStructuredFieldValues
 import SignAttest
@@ -36,6 +37,21 @@ public struct RateLimitOffer: Sendable, Equatable {
             guard case .item(let item) = member, case .token(let type) = item.rfc9651BareItem,
                   case .string(let bucket)? = item.rfc9651Parameters["bucket"], RateBucket.isName(bucket),
                   case .string(let siteKey)? = item.rfc9651Parameters["site-key"] else { return nil }
+            return RateLimitOffer(type: BypassType(rawValue: type), bucket: bucket, siteKey: siteKey)
+        }
+    }
+
+    /// The offers of a 429's problem document, seed 001's members
+    /// (`extensions.rateLimitersFiring[0]`'s bucket and `captchaBypassAvailable`), for a client
+    /// that has the body alone (an intermediary that dropped the field, seed 004's `cptCheck`):
+    /// those whose site key parses as an offer; none from a body over 16 KiB or not JSON.
+    public static func offers(inProblem body: [UInt8]) -> [RateLimitOffer] {
+        guard body.count <= 16 * 1024, let problem = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+              let firing = ((problem["extensions"] as? [String: Any])?["rateLimitersFiring"] as? [Any])?.first as? [String: Any],
+              let bucket = firing["rateLimitingBucket"] as? String, let available = firing["captchaBypassAvailable"] as? [Any]
+        else { return [] }
+        return available.prefix(8).compactMap { entry in
+            guard let entry = entry as? [String: Any], let type = entry["type"] as? String, let siteKey = entry["siteKey"] as? String else { return nil }
             return RateLimitOffer(type: BypassType(rawValue: type), bucket: bucket, siteKey: siteKey)
         }
     }

@@ -8,7 +8,9 @@ import SignAttest
 /// server then gives is kept per origin and sent with every later request while it lasts. The
 /// ways, in the client's order: the install's registered key (`SIGNCORE_DEVICE_KEY`, with a
 /// `DeviceKeyPolicy`), App Attest through the app's `PlatformAsserter` (`APPLE_DEVICE_CHECK`),
-/// Play Integrity through a `PlayIntegrityProvider`, and proof of work (`SIGNCORE_POW`). A 429
+/// Play Integrity through a `PlayIntegrityProvider`, and proof of work (`SIGNCORE_POW`). An answer
+/// the client cannot give (a solver that gives up) or that the server rejects as a device's
+/// (`bypassDeviceRejected`) moves on to the next type the 429 offered, each type once. A 429
 /// without SignCore's `signcore-error` and an offer, or one met again after answering, is
 /// returned untouched.
 public struct RateLimitPolicy: ExchangePolicy {
@@ -40,25 +42,32 @@ public struct RateLimitPolicy: ExchangePolicy {
 
     public func decide(_ exchange: Exchange) async -> ExchangeDecision {
         if let pass = exchange.response.headerFields[RateLimitGate.passField] { OriginPasses.keep(pass, at: exchange.origin) }
-        guard exchange.response.status == .tooManyRequests,
-              let refusal = ReceivedRefusal(exchange.response, knownCodes: Self.knownCodes, knownAdvice: [.bypass]),
-              refusal.advice == .bypass else { return .deliver }
-        // Once per request: a 429 met again after answering is the caller's.
-        let first = exchange.context.values.update(Answered.self) { done -> Bool in
-            defer { done = true }
-            return done == nil
-        }
-        guard first else { return .deliver }
+        guard let refusal = ReceivedRefusal(exchange.response, knownCodes: Self.knownCodes, knownAdvice: [.bypass]) else { return .deliver }
         let key = exchange.client.signer.key
-        let offers = RateLimitOffer.offers(in: exchange.response).filter { $0.isMade(to: key.thumbprint.bytes, at: exchange.origin) }
-        for type in types {
+        let offers: [RateLimitOffer]
+        if exchange.response.status == .tooManyRequests, refusal.advice == .bypass {
+            offers = RateLimitOffer.offers(in: exchange.response).filter { $0.isMade(to: key.thumbprint.bytes, at: exchange.origin) }
+            exchange.context.values[Offered.self] = offers
+        } else if refusal.code == .bypassDeviceRejected || refusal.code == .bypassNotOffered {
+            // The server refused this device's answer: the same 429's other offers, once each.
+            offers = exchange.context.values[Offered.self] ?? []
+        } else {
+            return .deliver
+        }
+        var tried = exchange.context.values[Tried.self] ?? []
+        if refusal.code == .bypassExpired, exchange.context.values[Renewed.self] == nil {
+            // The answer came too late: fresh offers, answered once more.
+            exchange.context.values[Renewed.self] = true
+            tried = []
+        }
+        // A 429 met again after an answer is the caller's.
+        guard exchange.response.status != .tooManyRequests || tried.isEmpty else { return .deliver }
+        for type in types where !tried.contains(type) {
             guard let offer = offers.first(where: { $0.type == type }) else { continue }
-            do {
-                guard let fields = try await answer(offer, client: exchange.client) else { continue }
-                return .retry(after: .zero, setting: fields)
-            } catch {
-                return .fail(error)
-            }
+            exchange.context.values[Tried.self] = tried.union([type])
+            // An answer this client cannot give now (a solver that gave up, a platform that failed): the next type.
+            guard let fields = try? await answer(offer, client: exchange.client) else { continue }
+            return .retry(after: .zero, setting: fields)
         }
         return .deliver
     }
@@ -88,7 +97,10 @@ public struct RateLimitPolicy: ExchangePolicy {
         return fields
     }
 
-    private enum Answered: OriginStateKey { typealias Value = Bool }
+    /// This request's offers, and the types it has answered with.
+    private enum Offered: OriginStateKey { typealias Value = [RateLimitOffer] }
+    private enum Tried: OriginStateKey { typealias Value = Set<BypassType> }
+    private enum Renewed: OriginStateKey { typealias Value = Bool }
 }
 
 /// An Android app's Play Integrity verdicts, through the platform's own API (a hook: SignCore does
@@ -136,7 +148,8 @@ extension SigningClient {
                             names: SignHeaderNames = .standard, maxAttempts: Int = 8) throws(SignCoreError) {
         let covered = (device.map { [$0.counterField.canonicalName] } ?? []) + (attestation.map { [$0.names.token.canonicalName] } ?? [])
             + rateLimit.names.all.map(\.canonicalName)
-        let flows: [any ExchangePolicy] = (device.map { [$0] } ?? []) + (attestation.map { [$0] } ?? []) + [rateLimit]
+        // The rate-limit policy before the attestation one, so that it keeps a pass whatever the response.
+        let flows: [any ExchangePolicy] = (device.map { [$0] } ?? []) + [rateLimit] + (attestation.map { [$0] } ?? [])
         self.init(signer: try signer.covering(covered), names: names, policies: [RetryPolicy(), ClockPolicy()] + flows, maxAttempts: maxAttempts)
     }
 }
