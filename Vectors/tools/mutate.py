@@ -35,7 +35,10 @@ FUNCTIONS = {
     "answer_meets", "parse_attest_request", "answer_bytes", "redeem", "attest_response", "token_body", "issue_token",
     "parse_attest_token", "check_attest_token", "kind_admits", "issue_bound_challenge",
     # docs/ATTEST.md §9
-    "decode_base64", "parse_registration", "register", "observe_counter", "counter_field",
+    "decode_base64", "parse_registration", "register", "observe_counter", "counter_field", "registered_device",
+    # docs/ATTEST.md §10 (and SPEC §7.1's action)
+    "action_of", "gcra_limit", "gcra", "bucket_digest", "issue_offer", "issue_pass", "bypass_refusal", "bypass_response_reads",
+    "redeem_bypass", "rate_pass",
 }
 # Module constants that are limits or tables of the specification.
 CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_CREATED_DIGITS", "NAME_BYTES",
@@ -46,7 +49,10 @@ CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_
              "CHALLENGE_HEAD", "TOKEN_HEAD", "CHALLENGE_CONTEXT", "TOKEN_CONTEXT", "ATTEST_TOKEN_FIELD",
              # docs/ATTEST.md §9
              "DEVICE_FORMATS", "SIGNING_FORMATS", "PLATFORM_FORMATS", "MAX_REGISTRATION_BODY", "MAX_REGISTRATION_TEXT", "COUNTER_WINDOW",
-             "MAX_COUNTER", "UNBOUND"}
+             "MAX_COUNTER", "UNBOUND",
+             # docs/ATTEST.md §10
+             "ACTIONS", "OFFER_TYPE", "BYPASS_TYPES", "MAX_QUOTA", "MAX_WINDOW", "NS", "MAX_BUCKET", "CAPTCHA_FIELDS", "REQUIRED_CAPTCHA",
+             "MAX_RESPONSE", "APP_ATTEST_KEY_ID", "MAX_PASSES", "MAX_PASS_FIELD", "DEVICE_CODES", "DEVICE_REASONS"}
 CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarge", "unknownKey", "algorithmMismatch",
          "badSignature", "invalidKey", "expired", "notYetValid", "lifetimeTooLong", "replayed", "overloaded", "unavailable",
          "whashMismatch", "targetMismatch", "headerNotCovered", "unsupportedMethod", "invalidURL", "invalidInput",
@@ -57,7 +63,11 @@ CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarg
          "attestationInvalid", "attestationScopeMismatch", "attestationKeyMismatch", "attestationInsufficient",
          # docs/ATTEST.md §9.9
          "deviceUnknown", "deviceRevoked", "registrationMalformed", "registrationExpired", "deviceKeyMismatch", "appMismatch",
-         "formatNotAccepted", "counterRepeated", "counterTooOld", "counterMissing"]
+         "formatNotAccepted", "counterRepeated", "counterTooOld", "counterMissing", "platformTokenMalformed", "certificateUntrusted",
+         "nonceMismatch", "environmentMismatch", "platformCounterInvalid", "assertionInvalid", "integrityVerdictFailed",
+         # docs/ATTEST.md §10.8 (120, rateLimited, is the limit's own refusal, not the result of a check here)
+         "bypassMalformed", "bypassNonceMismatch", "bypassExpired", "bypassReplayed", "bypassDeviceRejected", "bypassNotOffered",
+         "bypassWrongAnswer"]
 # Functions whose call may raise a SpecError: a statement calling one is a check for the swaps.
 RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "headers_digest", "header_block", "Key",
            "load_document", "canonical_line", "normalise", "ipv6", "dec", "message_input",
@@ -65,7 +75,9 @@ RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "
            "sign_message", "verify_message", "issuing_key", "attest_field", "parse_challenge", "parse_attest_request", "answer_bytes",
            "issue_challenge", "issue_token", "parse_attest_token", "origin_digest", "origin_of",
            # docs/ATTEST.md §9
-           "issue_bound_challenge", "parse_registration", "decode_base64", "counter_field"}
+           "issue_bound_challenge", "parse_registration", "decode_base64", "counter_field", "registered_device",
+           # docs/ATTEST.md §10
+           "gcra_limit", "issue_offer", "bucket_digest"}
 
 FLIP = {ast.Lt: [ast.LtE, ast.GtE], ast.LtE: [ast.Lt, ast.Gt], ast.Gt: [ast.GtE, ast.LtE], ast.GtE: [ast.Gt, ast.Lt],
         ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq], ast.In: [ast.NotIn], ast.NotIn: [ast.In], ast.Is: [ast.IsNot],

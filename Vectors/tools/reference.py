@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """A second implementation of docs/SPEC.md (SignCore/3) and docs/ATTEST.md (its attestation flow),
 written from the specifications alone, in Python with hashlib/hmac and the `cryptography` package.
-It generates the computed vector files (whash, wtoken, jwk, refusal, message, attest) and checks
+It generates the computed vector files (whash, wtoken, jwk, refusal, message, attest, device, ratelimit) and checks
 every vector file, including the hand-written
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
 same files, so the two implementations are compared through the vectors.
 
-    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json, message.json, attest.json
+    python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json, message.json, attest.json,
+                                                  # device.json, ratelimit.json
     python3 Vectors/tools/reference.py generate message   # rewrite message.json alone
     python3 Vectors/tools/reference.py generate attest    # rewrite attest.json alone (docs/ATTEST.md)
+    python3 Vectors/tools/reference.py generate device    # rewrite device.json alone (docs/ATTEST.md §9)
+    python3 Vectors/tools/reference.py generate ratelimit # rewrite ratelimit.json alone (docs/ATTEST.md §10)
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
 import base64, functools, hashlib, hmac, json, pathlib, struct, sys
@@ -17,10 +20,11 @@ VECTORS = pathlib.Path(__file__).resolve().parent.parent
 
 
 class SpecError(Exception):
-    def __init__(self, code, retry_after=None):
+    def __init__(self, code, retry_after=None, reason=None, cause=None):
         super().__init__(code)
         self.code = code
         self.retry_after = retry_after  # ATTEST §4.3 step 4: the seconds challengeTooEarly asks the client to wait
+        self.reason, self.cause = reason, cause  # ATTEST §10.5 step 6: bypassDeviceRejected's problem members
 
 
 # §1.2 base64url
@@ -1363,19 +1367,31 @@ def generate_refusal():
             case["retryAfter"] = retry_after
         case["expected"] = refusal(name, detail, key_id, retry_after)
         cases.append(case)
-    for name, (code, _) in sorted(CODES.items(), key=lambda c: c[1][0]):
-        add("§7.1 %s (%d)" % (name, code), name, "the rule that failed, in one fixed sentence",
-            key_id="hmac-2027" if name == "unknownKey" else None, retry_after=1 if STATUS_OF[code] == 503 else None)
+    codes = sorted(CODES.items(), key=lambda c: c[1][0])
+    for name, (code, _) in codes:
+        if code < 80:  # SPEC §7's table
+            add("§7.1 %s (%d)" % (name, code), name, "the rule that failed, in one fixed sentence",
+                key_id="hmac-2027" if name == "unknownKey" else None, retry_after=1 if STATUS_OF[code] == 503 else None)
     add("§7.1 unknownKey without a key id to name: no keyID member", "unknownKey", "no key has the token's key id")
     add("§7.1 keyID is a member for unknownKey only", "badSignature", "the signature does not verify", key_id="hmac-2026")
     add("§7.1 Retry-After carries the seconds the server asks for", "overloaded", "the replay guard is full", retry_after=30)
     add("§7.1 Retry-After only with 503", "replayed", "the nonce was already used", retry_after=30)
     add("§7.1 the detail is the refusing side's sentence, carried as it is", "unavailable",
         "a key source or store cannot be reached", retry_after=5)
+    # the codes of SPEC §7.3's ranges that docs/ATTEST.md defines, without their flows' own fields
+    for name, (code, _) in codes:
+        if code >= 80:
+            section = "§6" if code < 100 else "§9.9" if code < 120 else "§10.8"
+            add("ATTEST %s %s (%d)" % (section, name, code), name, "the rule that failed, in one fixed sentence")
+    add("§7.1 Retry-After only with 503: a 429 given a retryAfter carries none (its flow adds it, ATTEST §10.3)", "rateLimited",
+        "the rate limit of this bucket is exhausted", retry_after=30)
+    add("§7.1 keyID is a member for unknownKey only: not for deviceUnknown", "deviceUnknown", "no device key has this key id",
+        key_id="my-phone")
     return {"spec": "SignCore/3", "algorithm": "refusal",
             "header": "docs/SPEC.md §7.1. Each case: an error (name, detail, keyID when the refusal has one) and the server's "
                       "retryAfter (seconds, for 503) -> the status, every header field of the response and the members of its "
-                      "application/problem+json body",
+                      "application/problem+json body (signcore-action and action from the advice, docs/ATTEST.md §10.9); the "
+                      "codes of docs/ATTEST.md §6, §9.9 and §10.8 without their flows' own fields and members and without now",
             "numberOfTests": len(cases), "tests": cases}
 
 
@@ -1567,6 +1583,7 @@ MAX_ATTEST_BODY = 4096  # ATTEST §4.2
 KID_BYTES = set(ALPHABET.encode())  # SPEC §6.2: A-Z a-z 0-9 - _
 CHALLENGE_HEAD = struct.Struct(">BBBBHQII")  # ATTEST §2.1 offsets 0-21: version, type, d, k, levels, issuedAt, ttl, minElapsed
 TOKEN_HEAD = struct.Struct(">BHQI")  # ATTEST §5.1 offsets 0-14: version, levels, issuedAt, ttl
+OFFER_TYPE = 5  # ATTEST §10.3: a rate limit's offer is a challenge of type 5
 
 
 def key_thumbprint(key: Key) -> bytes:
@@ -1633,6 +1650,8 @@ def kind_admits(type_, d, k, levels) -> bool:
         return d == 0 and k == 0 and levels == 0
     if type_ == 3:
         return d == 0 and k == 0 and 1 <= levels <= MAX_LEVELS
+    if type_ == OFFER_TYPE:  # §10.3: a rate limit's offer, with work (proof of work) or without
+        return (d == 0 and k == 0 or 1 <= d <= MAX_DIFFICULTY and 1 <= k <= MAX_COUNT) and 1 <= levels <= MAX_LEVELS
     return False
 
 
@@ -1745,7 +1764,7 @@ def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, dev
     issuing_key(keys, TOKEN_KEY_ALGS)
     challenge_text, answer_text = parse_attest_request(body)  # step 1
     c = parse_challenge(challenge_text)
-    if c["type"] in (2, 4):  # answered at the device endpoint, never redeemed here
+    if c["type"] in (2, 4, 5):  # answered at the device endpoint (§9), or with a rate limited request (§10.5), never redeemed here
         raise SpecError("attestationMalformed")
     answer = answer_bytes(answer_text, c["count"]) if c["type"] == 1 else None
     key = named_key(keys, c["kid"], CHALLENGE_KEY_ALGS)  # step 2
@@ -1760,13 +1779,7 @@ def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, dev
     if c["key"] != key_thumbprint(client):  # step 6
         raise SpecError("challengeKeyMismatch")
     if c["type"] == 3:  # step 7 of a device challenge (§9.6)
-        record = (devices or {}).get(b64u(key_thumbprint(client)))
-        if record is None or record["format"] not in SIGNING_FORMATS:
-            raise SpecError("deviceUnknown")
-        if record["status"] != "active":
-            raise SpecError("deviceRevoked")
-        if record["format"] not in (DEVICE_FORMATS if formats is None else formats):  # a format the deployment no longer accepts
-            raise SpecError("formatNotAccepted")
+        record = registered_device(devices, b64u(key_thumbprint(client)), formats)
         if c["levels"] & platform_levels and record["format"] not in PLATFORM_FORMATS:
             raise SpecError("formatNotAccepted")
     elif not answer_meets(c["bytes"], c["d"], c["count"], answer):  # step 7
@@ -1774,6 +1787,21 @@ def redeem(body: bytes, client: Key, origin: str, keys, now, skew, redeemed, dev
     if challenge_id(c["bytes"]).hex() in redeemed:  # step 8: insert if absent
         raise SpecError("challengeRedeemed")
     return dict(id=challenge_id(c["bytes"]).hex(), levels=c["levels"])
+
+
+def registered_device(devices, key_id: str, formats) -> dict:
+    """ATTEST §9.6 step 7 (and §10.5 step 6): the registry's active record of `key_id` in a format
+    that signs requests and that the deployment accepts (`formats`; None: all three); else
+    deviceUnknown (deviceRevoked when it is revoked) or formatNotAccepted. `devices`: the
+    registry's records by key id ({format, status})."""
+    record = (devices or {}).get(key_id)
+    if record is None or record["format"] not in SIGNING_FORMATS:
+        raise SpecError("deviceUnknown")
+    if record["status"] != "active":
+        raise SpecError("deviceRevoked")
+    if record["format"] not in (DEVICE_FORMATS if formats is None else formats):  # a format the deployment no longer accepts
+        raise SpecError("formatNotAccepted")
+    return record
 
 
 def attest_response(token: bytes, ttl, levels, now) -> str:
@@ -2875,6 +2903,744 @@ def generate_device():
                            "challenge id and levels, or the error. Times in milliseconds",
                  "numberOfTests": number, "keys": DEVICE_KEYS}, **sections)
 
+
+# ---------------------------------------------------------------- docs/ATTEST.md §10: rate limits and their bypass
+BYPASS_TYPES = ("SIGNCORE_DEVICE_KEY", "APPLE_DEVICE_CHECK", "ANDROID_PLAY_INTEGRITY", "SIGNCORE_POW")  # ATTEST §10.3
+MAX_QUOTA = 1_000_000  # ATTEST §10.1: requests per window
+MAX_WINDOW = 86400  # ATTEST §10.1: seconds
+NS = 1_000_000_000  # ATTEST §10.1: nanoseconds a second
+MAX_BUCKET = 64  # ATTEST §10.1: a bucket's name is 1-64 bytes of A-Z a-z 0-9 - _
+CAPTCHA_TYPE, CAPTCHA_RESPONSE, CAPTCHA_SITE_KEY, CAPTCHA_KEY_ID = (  # ATTEST §10.4, lower-cased (field names are case-insensitive)
+    "x-captcha-type", "x-captcha-response", "x-captcha-site-key", "x-captcha-key-id")
+CAPTCHA_FIELDS = (CAPTCHA_TYPE, CAPTCHA_RESPONSE, CAPTCHA_SITE_KEY, CAPTCHA_KEY_ID)
+REQUIRED_CAPTCHA = (CAPTCHA_TYPE, CAPTCHA_RESPONSE, CAPTCHA_SITE_KEY)  # ATTEST §10.5 step 1
+MAX_RESPONSE = 16384  # ATTEST §10.5 step 1: X-Captcha-Response, bytes
+APP_ATTEST_KEY_ID = 32  # ATTEST §10.4: X-Captcha-Key-Id is base64 of 32 bytes
+MAX_PASSES = 4  # ATTEST §10.6: members of signcore-rate-pass
+MAX_PASS_FIELD = 4096 + 16  # ATTEST §10.6: bytes of signcore-rate-pass
+DEVICE_CODES = ("deviceUnknown", "deviceRevoked", "registrationMalformed", "registrationExpired", "deviceKeyMismatch",  # ATTEST §9.9
+                "appMismatch", "formatNotAccepted", "counterRepeated", "counterTooOld", "counterMissing", "platformTokenMalformed",
+                "certificateUntrusted", "nonceMismatch", "environmentMismatch", "platformCounterInvalid", "assertionInvalid",
+                "integrityVerdictFailed")
+DEVICE_REASONS = {"deviceUnknown": "notRegistered", "deviceRevoked": "revoked",  # ATTEST §10.5 step 6; any other: attestationFailed
+                  "integrityVerdictFailed": "verdictTooWeak"}
+
+
+def gcra_limit(quota, window, burst=None):
+    """ATTEST §10.1: a limit's emission interval T = ⌊w × 10^9 / q⌋ ns and tolerance τ = T × (b − 1);
+    burst absent: the quota. A limit out of its ranges is a deployment's error (invalidConfiguration)."""
+    burst = quota if burst is None else burst
+    if not 1 <= quota <= MAX_QUOTA or not 1 <= window <= MAX_WINDOW or not 1 <= burst <= quota:
+        raise SpecError("invalidConfiguration")
+    interval = window * NS // quota
+    return interval, interval * (burst - 1)
+
+
+def gcra(arrival, t, interval, tolerance):
+    """ATTEST §10.1: a request at t (ns) that finds the client's arrival time `arrival` (None:
+    absent) -> (its verdict, the arrival time it leaves). A refused request leaves it as it was."""
+    a = t if arrival is None else max(arrival, t)
+    if a - t > tolerance:  # retry after ⌈(A' − t − τ) / 10^9⌉ s, at least 1 since A' − t > τ
+        return dict(allowed=False, retryAfter=-(-(a - t - tolerance) // NS)), arrival
+    return dict(allowed=True, remaining=(tolerance + interval - (a + interval - t)) // interval), a + interval
+
+
+def bucket_digest(url: str, bucket: str) -> bytes:
+    """ATTEST §10.3: SHA-256("SignCore/3 rate bucket\\n" || origin || "\\n" || bucket), the origin as §1's."""
+    return hashlib.sha256(b"SignCore/3 rate bucket\n" + origin_of(url.encode()) + b"\n" + bucket.encode()).digest()
+
+
+def issue_offer(keys, type_name, d, k, levels, issued_at, ttl, client, origin: str, bucket: str, random: bytes) -> bytes:
+    """ATTEST §10.3: the offer of bypass type `type_name`, a challenge of type 5 tagged by the first
+    `oct` key of the set (§1): `d`, `k` the policy's work, carried by SIGNCORE_POW's offer alone;
+    `levels` the pass levels; `client` the key the request's signature proved (None: unbound).
+    A bucket, type, work, levels or ttl out of range is a deployment's error (invalidConfiguration)."""
+    key = issuing_key(keys, CHALLENGE_KEY_ALGS)
+    work = type_name == "SIGNCORE_POW"
+    if not work:
+        d, k = 0, 0
+    name = bucket.encode()
+    if (type_name not in BYPASS_TYPES or not 1 <= len(name) <= MAX_BUCKET or any(c not in KID_BYTES for c in name)
+            or work and d == 0 or not kind_admits(OFFER_TYPE, d, k, levels) or not 1 <= ttl <= MAX_CHALLENGE_TTL):
+        raise SpecError("invalidConfiguration")
+    key_field = UNBOUND if client is None else key_thumbprint(client)
+    body = challenge_body(OFFER_TYPE, d, k, levels, issued_at, ttl, 0, key_field, bucket_digest(origin, bucket), random, key.kid.encode())
+    return body + sign_message(key, CHALLENGE_CONTEXT, body)[1]
+
+
+def issue_pass(keys, levels, issued_at, ttl, client: Key, origin: str, bucket: str, token_id: bytes) -> bytes:
+    """ATTEST §10.6: a token (§5) with the pass levels, bound to the client's key, with the bucket
+    digest in its origin field; by the first `OKP` or `EC` key of the set (§1)."""
+    key = issuing_key(keys, TOKEN_KEY_ALGS)
+    body = token_body(levels, issued_at, ttl, key_thumbprint(client), bucket_digest(origin, bucket), token_id, key.kid.encode())
+    return body + sign_message(key, TOKEN_CONTEXT, body)[1]
+
+
+def bypass_refusal(code) -> SpecError:
+    """ATTEST §10.5 step 6: how a refusal of the device flow answers a bypass: platformTokenMalformed
+    as bypassMalformed, nonceMismatch as bypassNonceMismatch, every other code of §9.9 as
+    bypassDeviceRejected with its reason and cause; any other refusal is itself."""
+    if code not in DEVICE_CODES:
+        return SpecError(code)
+    if code == "platformTokenMalformed":
+        return SpecError("bypassMalformed")
+    if code == "nonceMismatch":
+        return SpecError("bypassNonceMismatch")
+    return SpecError("bypassDeviceRejected", reason=DEVICE_REASONS.get(code, "attestationFailed"), cause=code)
+
+
+def bypass_response_reads(type_name, response: str, key_id, offer: dict, signer) -> bool:
+    """ATTEST §10.5 step 1, the response by type (its length checked before)."""
+    if type_name == "SIGNCORE_DEVICE_KEY":  # a verified request whose key's thumbprint it is
+        return signer is not None and response == b64u(key_thumbprint(signer))
+    try:
+        if type_name == "APPLE_DEVICE_CHECK":  # base64 (not empty: at least one byte), and the App Attest key id
+            decode_base64(response)
+            return key_id is not None and len(decode_base64(key_id)) == APP_ATTEST_KEY_ID
+        if type_name == "SIGNCORE_POW":  # an offer with work, and base64url of its 8k bytes
+            return offer["d"] >= 1 and len(unb64u(response)) == 8 * offer["count"]
+    except ValueError:
+        return False
+    return True  # ANDROID_PLAY_INTEGRITY: the integrity token as the platform wrote it, read at step 6
+
+
+def platform_answer(type_name):
+    """ATTEST §10.5 step 6 for APPLE_DEVICE_CHECK (§9.6's assertion, §9.7) and ANDROID_PLAY_INTEGRITY
+    (§9.8): their artefacts carry certificates and keys made at test time, so this reference does
+    not verify them, and no vector reaches this step with them (docs/ATTEST.md §10.10)."""
+    raise NotImplementedError("ATTEST §10.5 step 6 for " + type_name)
+
+
+def redeem_bypass(fields, covered, signer, types, pass_levels, pass_ttl, bucket: str, origin: str, keys, now, skew, redeemed,
+                  devices, formats, token_id: bytes) -> dict:
+    """ATTEST §10.5, in order, the first failure being the result. `fields`: the request's header
+    fields, (name, value) pairs; `covered`: the names its wtoken covers; `signer`: the key its
+    signature proved (None: not verified); `types`, `pass_levels`, `pass_ttl`: the limit's policy
+    (a policy out of range is invalidConfiguration, before anything is read); `redeemed`: the offer
+    ids (hex) the store holds; `devices`, `formats`: as registered_device. The result: the offer's id
+    (recorded in the store) and, for a verified request, the pass (§10.6, its tokenID `token_id`)."""
+    if any(t not in BYPASS_TYPES for t in types) or not 1 <= pass_levels <= MAX_LEVELS or not 1 <= pass_ttl <= MAX_TOKEN_TTL:
+        raise SpecError("invalidConfiguration")
+    names = [n.lower() for n, _ in fields]  # step 1
+    if any(names.count(n) > 1 for n in CAPTCHA_FIELDS) or any(n not in names for n in REQUIRED_CAPTCHA):
+        raise SpecError("bypassMalformed")
+    if signer is not None and any(n in names and n not in covered for n in CAPTCHA_FIELDS):
+        raise SpecError("headerNotCovered")
+    value = {n.lower(): v for n, v in fields}
+    type_name, response = value[CAPTCHA_TYPE], value[CAPTCHA_RESPONSE]
+    if type_name not in BYPASS_TYPES:
+        raise SpecError("bypassMalformed")
+    if type_name not in types:
+        raise SpecError("bypassNotOffered")
+    try:
+        offer = parse_challenge(value[CAPTCHA_SITE_KEY])
+    except SpecError:
+        offer = None
+    if offer is None or offer["type"] != OFFER_TYPE:
+        raise SpecError("bypassMalformed")
+    if (not 1 <= len(response.encode()) <= MAX_RESPONSE
+            or (offer["d"] >= 1) != (type_name == "SIGNCORE_POW")  # answered as the type it was made for
+            or not bypass_response_reads(type_name, response, value.get(CAPTCHA_KEY_ID), offer, signer)):
+        raise SpecError("bypassMalformed")
+    key = named_key(keys, offer["kid"], CHALLENGE_KEY_ALGS)  # step 2
+    if key is None or not signature_verifies(key, CHALLENGE_CONTEXT, offer["body"], offer["tag"]):
+        raise SpecError("bypassNonceMismatch")
+    if not now < offer["issuedAt"] + offer["ttl"] * 1000 + skew:  # step 3
+        raise SpecError("bypassExpired")
+    if offer["origin"] != bucket_digest(origin, bucket):  # step 4
+        raise SpecError("bypassNonceMismatch")
+    if offer["key"] != UNBOUND and (signer is None or offer["key"] != key_thumbprint(signer)):  # step 5
+        raise SpecError("bypassNonceMismatch")
+    if type_name == "SIGNCORE_POW":  # step 6
+        if not answer_meets(offer["bytes"], offer["d"], offer["count"], unb64u(response)):
+            raise SpecError("bypassWrongAnswer")
+    elif type_name == "SIGNCORE_DEVICE_KEY":
+        try:
+            registered_device(devices, b64u(key_thumbprint(signer)), formats)
+        except SpecError as e:
+            raise bypass_refusal(e.code)
+    else:
+        platform_answer(type_name)
+    offer_id = challenge_id(offer["bytes"]).hex()
+    if offer_id in redeemed:  # step 7: insert if absent
+        raise SpecError("bypassReplayed")
+    out = dict(id=offer_id)
+    if signer is not None:  # the pass (§10.6)
+        token = issue_pass(keys, pass_levels, now, pass_ttl, signer, origin, bucket, token_id)
+        out["pass"] = dict(levels=pass_levels, issuedAt=now, ttl=pass_ttl, body=token[:-64].hex(), token=b64u(token))
+    return out
+
+
+def rate_pass(field: str, client: Key, bucket: str, origin: str, keys, now, skew, pass_levels):
+    """ATTEST §10.6: the first pass of a signcore-rate-pass field valid for the limit's bucket at
+    `origin` and the key that signed the request, or None. A pass that is not valid is ignored, and
+    so is the whole field when it is over 4112 bytes or holds more than 4 members."""
+    members = field.split(",")
+    if len(field.encode()) > MAX_PASS_FIELD or len(members) > MAX_PASSES:
+        return None
+    digest = bucket_digest(origin, bucket)
+    for member in members:
+        try:
+            t = parse_attest_token(member.strip(" "))
+        except SpecError:
+            continue
+        key = named_key(keys, t["kid"], TOKEN_KEY_ALGS)
+        if (key is not None and signature_verifies(key, TOKEN_CONTEXT, t["body"], t["signature"])
+                and t["issuedAt"] - skew <= now < t["issuedAt"] + t["ttl"] * 1000 + skew
+                and t["origin"] == digest and t["key"] == key_thumbprint(client) and t["levels"] & pass_levels == pass_levels):
+            return dict(tokenID=t["tokenID"].hex())
+    return None
+
+
+def rate_outcome(run) -> dict:
+    """A case's result as ratelimit.json writes it: `valid` and `expected`, `none` (a pass field
+    without a valid pass), or the error (with bypassDeviceRejected's reason and cause)."""
+    try:
+        expected = run()
+    except SpecError as e:
+        out = {"result": "invalid", "error": e.code}
+        if e.reason is not None:
+            out.update(reason=e.reason, cause=e.cause)
+        return out
+    return {"result": "none"} if expected is None else {"result": "valid", "expected": expected}
+
+
+def rate_gcra_case(keys: dict, tc: dict) -> dict:
+    def run():
+        interval, tolerance = gcra_limit(tc["quota"], tc["window"], tc.get("burst"))
+        arrival, verdicts = None, []
+        for t in tc["requests"]:
+            verdict, arrival = gcra(arrival, t, interval, tolerance)
+            verdicts.append(verdict)
+        return dict(interval=interval, tolerance=tolerance, verdicts=verdicts)
+    return rate_outcome(run)
+
+
+def rate_offer_case(keys: dict, tc: dict) -> dict:
+    server = [keys[n] for n in tc["serverKeys"]] if "serverKeys" in tc else [keys[tc["serverKey"]]]
+
+    def run():
+        offer = issue_offer(server, tc["type"], tc["difficulty"], tc["count"], tc["levels"], tc["issuedAt"], tc["ttl"],
+                            keys[tc["clientKey"]] if "clientKey" in tc else None, tc["origin"], tc["bucket"], bytes.fromhex(tc["random"]))
+        out = dict(bucketDigest=bucket_digest(tc["origin"], tc["bucket"]).hex(), body=offer[:-32].hex(), siteKey=b64u(offer),
+                   id=challenge_id(offer).hex())
+        if tc.get("solve"):
+            out["answer"] = b64u(solve(offer, offer[2], offer[3]))
+        return out
+    return rate_outcome(run)
+
+
+def rate_redeem_case(keys: dict, tc: dict) -> dict:
+    signer = keys[tc["signedBy"]] if "signedBy" in tc else None
+    devices = {keys[n].thumbprint: record for n, record in tc.get("devices", {}).items()}
+    policy = tc["policy"]
+    return rate_outcome(lambda: redeem_bypass([tuple(f) for f in tc["fields"]], tc.get("covered", []), signer, policy["types"],
+                                              policy["passLevels"], policy["passTTL"], tc["bucket"], tc["origin"],
+                                              [keys[n] for n in tc["serverKeys"]], tc["now"], tc.get("skew", ATTEST_SKEW),
+                                              set(tc.get("redeemed", [])), devices, tc.get("formats"),
+                                              bytes.fromhex(tc.get("tokenID", "00" * 16))))
+
+
+def rate_pass_case(keys: dict, tc: dict) -> dict:
+    return rate_outcome(lambda: rate_pass(tc["field"], keys[tc["clientKey"]], tc["bucket"], tc["origin"],
+                                          [keys[n] for n in tc["serverKeys"]], tc["now"], tc.get("skew", ATTEST_SKEW), tc["passLevels"]))
+
+
+def rate_rejection_case(keys: dict, tc: dict) -> dict:
+    def run():
+        raise bypass_refusal(tc["deviceError"])
+    return rate_outcome(run)
+
+
+def rate_action_case(keys: dict, tc: dict) -> dict:
+    return rate_outcome(lambda: dict(action=action_of(tc["advice"])))
+
+
+RATE_SECTIONS = {"gcra": rate_gcra_case, "offer": rate_offer_case, "redeem": rate_redeem_case, "rejection": rate_rejection_case,
+                 "pass": rate_pass_case, "attest": attest_redeem_case, "action": rate_action_case}
+RATE_KEYS = ATTEST_KEYS
+
+
+def generate_ratelimit():
+    keys = {n: Key(j) for n, j in RATE_KEYS.items()}
+    sections = {name: [] for name in RATE_SECTIONS}
+    randoms = iter(seed("rate random %d" % i)[:16] for i in range(400))
+    token_ids = iter(seed("rate pass id %d" % i)[:16] for i in range(400))
+
+    def add(section, comment, want, inputs):
+        case = dict({"tcId": 0, "comment": comment}, **inputs)
+        case.update(RATE_SECTIONS[section](keys, case))
+        got = case["error"] if case["result"] == "invalid" else case["result"]
+        assert got == want, (section, comment, got, want)
+        sections[section].append(case)
+        return case
+
+    # ---- gcra cases (§10.1): request times in ns of a monotonic clock
+    T0 = 5_000_000_000_000
+    SEC = NS
+
+    def add_gcra(comment, quota, window, burst, requests, want="valid"):
+        inputs = dict(quota=quota, window=window)
+        if burst is not None:
+            inputs["burst"] = burst
+        inputs["requests"] = [T0 + t for t in requests]
+        return add("gcra", comment, want, inputs)
+
+    g = add_gcra("§10.1 burst = quota (5 per second): 5 at once, the 6th refused; one more each 200 ms; full again after a second",
+                 5, 1, 5, [0, 0, 0, 0, 0, 0, SEC // 5 - 1, SEC // 5, SEC // 5, 2 * SEC, 2 * SEC])
+    v = g["expected"]["verdicts"]
+    assert [x["allowed"] for x in v] == [True] * 5 + [False, False, True, False, True, True] and v[10]["remaining"] == 3
+    g = add_gcra("§10.1 burst 1 (10 a minute, one each 6 s): the retry rounded up to whole seconds; waiting longer saves nothing",
+                 10, 60, 1, [0, SEC, 6 * SEC - 1, 6 * SEC, 6 * SEC, 100 * SEC, 100 * SEC + 1])
+    assert [x.get("retryAfter") for x in g["expected"]["verdicts"]] == [None, 5, 1, None, 6, None, 6]
+    g = add_gcra("§10.1 burst below quota (100 a minute, burst 10): 10 at once, the 11th waits 0.6 s: retry after 1 s",
+                 100, 60, 10, [0] * 11 + [SEC * 6 // 10 - 1, SEC * 6 // 10, SEC * 6 // 10])
+    assert [x["allowed"] for x in g["expected"]["verdicts"]] == [True] * 10 + [False, False, True, False]
+    g = add_gcra("§10.1 a window not divisible by the quota: T = ⌊10^9 / 3⌋ = 333333333 ns; the boundary to the nanosecond",
+                 3, 1, 3, [0, 0, 0, 0, 333333332, 333333333, 333333333, 666666666])
+    assert g["expected"]["interval"] == 333333333 and [x["allowed"] for x in g["expected"]["verdicts"]] == [True] * 3 + [False, False, True, False, True]
+    g = add_gcra("§10.1 T = ⌊10 × 10^9 / 7⌋ = 1428571428 ns, burst 2", 7, 10, 2,
+                 [0, 0, 0, 1428571427, 1428571428, 2 * 1428571428, 2 * 1428571428, 2 * 1428571428 + 3 * 1428571428])
+    g = add_gcra("§10.1 remaining is rounded down: 4 per 4 s, 2.5 s after a burst of 4 one is allowed and 1 left",
+                 4, 4, 4, [0, 0, 0, 0, 2 * SEC + SEC // 2, 2 * SEC + SEC // 2, 2 * SEC + SEC // 2])
+    assert [x.get("remaining") for x in g["expected"]["verdicts"]] == [3, 2, 1, 0, 1, 0, None]
+    g = add_gcra("§10.1 the retry in whole seconds, rounded up: 1 per 2 s; 2 s ahead: 2; 2 s - 1 ns: 2; 1 s: 1; 1 s - 1 ns: 1",
+                 1, 2, 1, [0, 0, 1, SEC, SEC + 1, 2 * SEC, 2 * SEC])
+    assert [x.get("retryAfter") for x in g["expected"]["verdicts"]] == [None, 2, 2, 1, 1, None, 2]
+    add_gcra("§10.1 recovery: a client idle for long is a fresh one (A below t: A' = t)", 3, 3, 3,
+             [0, 0, 0, 0, 3600 * SEC, 3600 * SEC, 3600 * SEC + SEC, 3600 * SEC + SEC, 3600 * SEC + SEC])
+    add_gcra("§10.1 burst absent: the quota", 3, 60, None, [0, 0, 0, 0, 20 * SEC])
+    add_gcra("§10.1 the largest quota (1000000 a second, T = 1000 ns) and burst 1", 1_000_000, 1, 1, [0, 0, 999, 1000, 1000, 1001])
+    add_gcra("§10.1 the largest window (1 a day): retry after 86400 s", 1, 86400, 1, [0, 0, 86400 * SEC - 1, 86400 * SEC])
+    add_gcra("§10.1 the largest burst (1000000 at once, the quota), the smallest window", 1_000_000, 1, 1_000_000, [0, 0, 0])
+    for what, q, w, b in (("quota 0", 0, 60, 1), ("quota 1000001", 1_000_001, 60, 1), ("window 0", 10, 0, 1),
+                          ("window 86401", 10, 86401, 1), ("burst 0", 10, 60, 0), ("burst above the quota", 10, 60, 11)):
+        add_gcra("§10.1 a limit out of range is not configured: %s" % what, q, w, b, [0], want="invalidConfiguration")
+
+    # ---- offer cases (§10.3)
+    PASS = 1 << 15
+    LOGIN = "LOGIN"
+
+    def add_offer(comment, want="valid", server="challengeKey", bucket=LOGIN, type_="SIGNCORE_POW", d=18, k=4, levels=PASS, issued=ISSUED,
+                  ttl=60, client="clientEd25519", origin=ORIGIN, solve_=False):
+        inputs = {"serverKeys": list(server)} if isinstance(server, (list, tuple)) else {"serverKey": server}
+        inputs.update(bucket=bucket, type=type_, difficulty=d, count=k, levels=levels, issuedAt=issued, ttl=ttl)
+        if client is not None:
+            inputs["clientKey"] = client
+        inputs.update(origin=origin, random=next(randoms).hex())
+        if solve_:
+            inputs["solve"] = True
+        return add("offer", comment, want, inputs)
+
+    o = add_offer("§10.3 SIGNCORE_POW's offer carries the work, bound to the key the request's signature proved; its answer",
+                  d=12, k=2, solve_=True)
+    assert bytes.fromhex(o["expected"]["body"])[:4] == bytes([1, 5, 12, 2])
+    o = add_offer("§10.3 SIGNCORE_DEVICE_KEY's offer carries no work (d = k = 0), whatever the policy's", type_="SIGNCORE_DEVICE_KEY")
+    assert bytes.fromhex(o["expected"]["body"])[2:4] == bytes(2)
+    add_offer("§10.3 APPLE_DEVICE_CHECK's offer carries no work", type_="APPLE_DEVICE_CHECK", client="clientP256")
+    add_offer("§10.3 ANDROID_PLAY_INTEGRITY's offer carries no work, unbound (a limit that fired before any key was verified)",
+              type_="ANDROID_PLAY_INTEGRITY", client=None)
+    o = add_offer("§10.3 an unbound proof of work offer: the key field is 32 zero bytes", client=None, d=26, k=1)
+    assert bytes.fromhex(o["expected"]["body"])[22:54] == UNBOUND
+    add_offer("§10.3 the bucket digest is the origin's (another spelling of it) and the bucket's; the offer TTL at its largest",
+              origin="HTTPS://API.Example.COM:443/v1/login?x=1", ttl=3600, bucket="login-v2_EU")
+    add_offer("§10.3 an origin with a port; a bucket of 1 byte; the offer TTL at its smallest", origin="http://127.0.0.1:8080/x",
+              bucket="L", ttl=1)
+    add_offer("§10.1 a bucket of 64 bytes", bucket="B" * 64, d=12, k=16)
+    add_offer("§10.3 pass levels of every level, a policy's largest work (d 26, k 16), an HMAC client key", levels=0xFFFF, d=26, k=16,
+              client="clientHmac")
+    add_offer("§10.3 a policy's smallest work (d 12, k 1), pass levels 1", d=12, k=1, levels=1)
+    add_offer("§10.3 a server key id of 1 character; the first oct key of the set issues", server=["tokenKey", "challengeKey1", "challengeKey"])
+    add_offer("§1 a set without an oct key issues no offer", "invalidConfiguration", server="tokenKey")
+    for what, changes in (("a bucket of 0 bytes", dict(bucket="")), ("a bucket of 65 bytes", dict(bucket="B" * 65)),
+                          ("a bucket with a dot", dict(bucket="login.v2")), ("a bucket with a non-ASCII letter", dict(bucket="lögin")),
+                          ("a bucket with a space", dict(bucket="LOG IN")),
+                          ("a type of no §10.3 (SIGNCORE_CAPTCHA)", dict(type_="SIGNCORE_CAPTCHA")),
+                          ("SIGNCORE_POW without work (d 0, k 0)", dict(d=0, k=0)), ("SIGNCORE_POW of d 0", dict(d=0)),
+                          ("SIGNCORE_POW of d 33", dict(d=33)), ("SIGNCORE_POW of k 0", dict(k=0)), ("SIGNCORE_POW of k 17", dict(k=17)),
+                          ("pass levels 0", dict(levels=0)), ("pass levels 0 on an offer without work", dict(levels=0, type_="SIGNCORE_DEVICE_KEY")),
+                          ("pass levels 65536 (not a u16)", dict(levels=65536)), ("an offer TTL of 0", dict(ttl=0)),
+                          ("an offer TTL of 3601", dict(ttl=3601))):
+        add_offer("§10.3 an offer out of range is not issued: %s (a deployment's setting)" % what, "invalidConfiguration", **changes)
+
+    # ---- redeem cases (§10.4, §10.5)
+    SERVER = ("challengeKey", "tokenKey")
+    NOW = ISSUED + 10000
+    POLICY = dict(types=list(BYPASS_TYPES), passLevels=PASS, passTTL=300)
+    ED = keys["clientEd25519"]
+    APPLE_KEY_ID = base64.b64encode(seed("app attest key id")).decode()
+    ASSERTION = base64.b64encode(b"\xa2isignatureX@" + bytes(2) + bytes([0xfb, 0xef, 0xff]) * 20 + bytes(2) + b"qauthenticatorDataX%" + bytes(37)).decode()
+    assert "+" in ASSERTION and "/" in ASSERTION and ASSERTION.endswith("=")  # standard base64, padded
+
+    def offer(type_="SIGNCORE_POW", d=4, k=2, client="clientEd25519", bucket=LOGIN, origin=ORIGIN, issued=ISSUED, ttl=60, levels=PASS,
+              key="challengeKey") -> bytes:
+        return issue_offer([keys[key]], type_, d, k, levels, issued, ttl, keys[client] if client else None, origin, bucket, next(randoms))
+
+    def craft(key="challengeKey", kid=None, type_=OFFER_TYPE, d=4, k=2, levels=PASS, ttl=60, key_field=None, bucket=LOGIN) -> bytes:
+        """An offer with any header and kid, tagged by `key` (so that only the field under test is wrong)."""
+        kid = keys[key].kid.encode() if kid is None else kid
+        body = challenge_body(type_, d, k, levels, ISSUED, ttl, 0, key_thumbprint(ED) if key_field is None else key_field,
+                              bucket_digest(ORIGIN, bucket), next(randoms), kid)
+        return body + sign_message(keys[key], CHALLENGE_CONTEXT, body)[1]
+
+    def pow_fields(site, ans=None, extra=()):
+        ans = b64u(solve(site, site[2], site[3])) if ans is None else ans if isinstance(ans, str) else b64u(ans)
+        return [["X-Captcha-Type", "SIGNCORE_POW"], ["X-Captcha-Response", ans], ["X-Captcha-Site-Key", b64u(site)]] + list(extra)
+
+    def device_fields(site, response=None, type_="SIGNCORE_DEVICE_KEY"):
+        return [["X-Captcha-Type", type_], ["X-Captcha-Response", ED.thumbprint if response is None else response],
+                ["X-Captcha-Site-Key", b64u(site) if isinstance(site, bytes) else site]]
+
+    def apple_fields(site, response=ASSERTION, key_id=APPLE_KEY_ID):
+        out = [["X-Captcha-Type", "APPLE_DEVICE_CHECK"], ["X-Captcha-Response", response], ["X-Captcha-Site-Key", b64u(site)]]
+        return out + ([["X-Captcha-Key-Id", key_id]] if key_id is not None else [])
+
+    def android_fields(site, response="eyJhbGciOiJBMjU2S1ciLCJlbmMiOiJBMjU2R0NNIn0.a.b.c.d"):
+        return [["X-Captcha-Type", "ANDROID_PLAY_INTEGRITY"], ["X-Captcha-Response", response], ["X-Captcha-Site-Key", b64u(site)]]
+
+    ACTIVE = {"clientEd25519": dict(format="signcore", status="active")}
+
+    def add_redeem(comment, want, fields, signed_by="clientEd25519", covered=None, policy=None, bucket=LOGIN, origin=ORIGIN, now=NOW,
+                   skew=None, devices=None, formats=None, redeemed=None, server=SERVER):
+        inputs = dict(serverKeys=list(server), policy=dict(POLICY, **(policy or {})), bucket=bucket, fields=fields)
+        if signed_by is not None:
+            inputs["signedBy"] = signed_by
+            inputs["covered"] = sorted({n.lower() for n, _ in fields}) if covered is None else covered
+        inputs.update(origin=origin, now=now)
+        if skew is not None:
+            inputs["skew"] = skew
+        inputs["devices"] = ACTIVE if devices is None else devices
+        if formats is not None:
+            inputs["formats"] = formats
+        if redeemed is not None:
+            inputs["redeemed"] = redeemed
+        if want == "valid" and signed_by is not None:
+            inputs["tokenID"] = next(token_ids).hex()
+        return add("redeem", comment, want, inputs)
+
+    def rejected(case, reason, cause):
+        assert (case["reason"], case["cause"]) == (reason, cause), case
+
+    # valid answers
+    p = offer()
+    v = add_redeem("§10.5 a proof of work answers a bound offer (d 4, k 2; the smallest counters): the offer's id and the pass",
+                   "valid", pow_fields(p))
+    assert v["expected"]["pass"]["levels"] == PASS
+    dk = offer("SIGNCORE_DEVICE_KEY")
+    add_redeem("§10.5 a registered active signcore key answers SIGNCORE_DEVICE_KEY: the pass", "valid", device_fields(dk))
+    add_redeem("§10.5 a key registered with Play Integrity signs requests too", "valid", device_fields(dk),
+               devices={"clientEd25519": dict(format="android-play-integrity", status="active")})
+    up = offer(client=None)
+    add_redeem("§10.5 an unsigned request answers an unbound offer with a proof of work: valid, no pass", "valid", pow_fields(up),
+               signed_by=None)
+    add_redeem("§10.5 step 5: a signed request answers an unbound offer: the pass is bound to its key", "valid", pow_fields(up))
+    add_redeem("§10.5 step 1: a device key answering an offer with work (made for SIGNCORE_POW)", "bypassMalformed",
+               device_fields(offer()))
+    add_redeem("§10.5 step 1: a proof of work answering an offer without work (made for a device)", "bypassMalformed",
+               pow_fields(offer("SIGNCORE_DEVICE_KEY"), bytes(8)))
+    add_redeem("§10.4 field names are case-insensitive; the wtoken covers them lower-cased", "valid",
+               [[n.lower(), v_] for n, v_ in pow_fields(offer())])
+    add_redeem("§10.4 the fields come in any order; other fields are ignored, covered or not", "valid",
+               list(reversed(pow_fields(offer()))) + [["Content-Type", "application/json"]],
+               covered=["x-captcha-response", "x-captcha-site-key", "x-captcha-type"])
+    add_redeem("§10.4 X-Captcha-Key-Id sent with another type, covered, is not read", "valid",
+               pow_fields(offer(), extra=[["X-Captcha-Key-Id", "not read"]]))
+    add_redeem("§10.6 the pass: the policy's levels and TTL, issued now; a P-256 client key, an origin with a port", "valid",
+               pow_fields(offer(client="clientP256", origin="http://127.0.0.1:8080", levels=3 << 14)), signed_by="clientP256",
+               origin="http://127.0.0.1:8080/v1/login", policy=dict(passLevels=3 << 14, passTTL=86400))
+    add_redeem("§10.6 the pass TTL at its smallest, levels 1", "valid", pow_fields(offer(levels=1)), policy=dict(passLevels=1, passTTL=1))
+    add_redeem("§10.6 pass levels of every level", "valid", pow_fields(offer(levels=0xFFFF)), policy=dict(passLevels=0xFFFF))
+    add_redeem("§1 the first OKP key of the set signs the pass; the offer of the old oct key, still in the set, is this server's",
+               "valid", pow_fields(offer(key="challengeKeyOld")), server=("challengeKey", "challengeKeyOld", "tokenKeyOld", "tokenKey"))
+    add_redeem("§10.5 a policy of one type", "valid", pow_fields(offer()), policy=dict(types=["SIGNCORE_POW"]))
+    add_redeem("§2.4 an offer of d 1, k 1", "valid", pow_fields(offer(d=1, k=1)))
+    add_redeem("§10.5 step 3: the last millisecond before issuedAt + ttl × 1000 + skew (default 5000)", "valid", pow_fields(p),
+               now=ISSUED + 64999)
+    add_redeem("§10.5 step 3: skew 0, the last millisecond before issuedAt + ttl × 1000", "valid", pow_fields(p), now=ISSUED + 59999,
+               skew=0)
+    add_redeem("§10.5 step 3: an offer issued ahead of this node's clock is not refused", "valid", pow_fields(p), now=ISSUED - 60000)
+    add_redeem("§10.5 step 7: a store holding other ids", "valid", pow_fields(p), redeemed=[challenge_id(dk).hex()])
+    add_redeem("§10.5 step 1: a response of 16384 bytes is read (the offer forged: step 2)", "bypassNonceMismatch",
+               android_fields(craft(key="challengeKeyImpostor", d=0, k=0), "x" * 16384))
+    # configuration
+    for what, changes in (("a type of no §10.3", dict(types=["SIGNCORE_POW", "SIGNCORE_CAPTCHA"])), ("pass levels 0", dict(passLevels=0)),
+                          ("pass levels 65536", dict(passLevels=65536)), ("a pass TTL of 0", dict(passTTL=0)),
+                          ("a pass TTL of 86401", dict(passTTL=86401))):
+        add_redeem("§10.3, §10.6 a policy out of range is not configured, before anything is read: %s" % what, "invalidConfiguration",
+                   [["X-Captcha-Type", "SIGNCORE_POW"]], policy=changes)
+    # step 1: the fields
+    q = offer()
+    qf = pow_fields(q)
+    for i, name in enumerate(("X-Captcha-Type", "X-Captcha-Response", "X-Captcha-Site-Key")):
+        add_redeem("§10.5 step 1: %s missing" % name, "bypassMalformed", qf[:i] + qf[i + 1:])
+        add_redeem("§10.5 step 1: %s sent twice (the same value)" % name, "bypassMalformed", qf + [qf[i]])
+    add_redeem("§10.5 step 1: X-Captcha-Key-Id sent twice", "bypassMalformed", apple_fields(q) + [["X-Captcha-Key-Id", APPLE_KEY_ID]])
+    add_redeem("§10.5 step 1: a field twice in two spellings of its name", "bypassMalformed", qf + [["x-captcha-type", "SIGNCORE_POW"]])
+    add_redeem("§10.5 step 1: an unsigned request missing a field", "bypassMalformed", qf[:2], signed_by=None)
+    for i, name in enumerate(("x-captcha-type", "x-captcha-response", "x-captcha-site-key")):
+        add_redeem("§10.5 step 1: %s not covered by the wtoken" % name, "headerNotCovered", qf,
+                   covered=[n for n in ("x-captcha-response", "x-captcha-site-key", "x-captcha-type") if n != name])
+    add_redeem("§10.5 step 1: X-Captcha-Key-Id present and not covered", "headerNotCovered",
+               qf + [["X-Captcha-Key-Id", APPLE_KEY_ID]], covered=["x-captcha-response", "x-captcha-site-key", "x-captcha-type"])
+    add_redeem("§10.5 step 1: an unsigned request has no wtoken to cover its fields", "valid", pow_fields(offer(client=None)),
+               signed_by=None)
+    add_redeem("§10.5 step 1 order: a field missing before one not covered", "bypassMalformed", qf[:2], covered=[])
+    add_redeem("§10.5 step 1 order: a field twice before one not covered", "bypassMalformed", qf + [qf[0]], covered=[])
+    add_redeem("§10.5 step 1 order: not covered before an unknown type", "headerNotCovered",
+               [["X-Captcha-Type", "SIGNCORE_CAPTCHA"]] + qf[1:], covered=["x-captcha-response"])
+    add_redeem("§10.5 step 1: a type of no §10.3", "bypassMalformed", [["X-Captcha-Type", "SIGNCORE_CAPTCHA"]] + qf[1:])
+    add_redeem("§10.5 step 1: types are compared as they are written (signcore_pow)", "bypassMalformed",
+               [["X-Captcha-Type", "signcore_pow"]] + qf[1:])
+    add_redeem("§10.5 step 1: a type the limit does not offer", "bypassNotOffered", qf, policy=dict(types=["SIGNCORE_DEVICE_KEY"]))
+    add_redeem("§10.5 step 1 order: an unknown type before one not offered", "bypassMalformed", [["X-Captcha-Type", "SIGNCORE_CAPTCHA"]] + qf[1:],
+               policy=dict(types=["SIGNCORE_DEVICE_KEY"]))
+    add_redeem("§10.5 step 1 order: a type not offered before a site key that is not an offer", "bypassNotOffered",
+               qf[:2] + [["X-Captcha-Site-Key", "AAAA"]], policy=dict(types=["SIGNCORE_DEVICE_KEY", "APPLE_DEVICE_CHECK"]))
+    # step 1: the site key
+    qs = b64u(q)
+    for what, site in (("empty", ""), ("not base64url", qs[:10] + "+" + qs[11:]), ("with padding", qs + "="),
+                       ("one byte short", b64u(q[:-1])), ("of more than 1024 bytes", qs + "A" * (1028 - len(qs)))):
+        add_redeem("§10.5 step 1: a site key %s is not an offer" % what, "bypassMalformed", qf[:2] + [["X-Captcha-Site-Key", site]])
+    ch1 = issue_challenge([keys["challengeKey"]], 1, 4, 2, PASS, ISSUED, 60, 0, ED, ORIGIN, next(randoms))
+    add_redeem("§10.5 step 1: a proof of work challenge of type 1 (§2) is not an offer", "bypassMalformed", pow_fields(ch1))
+    ch3 = issue_challenge([keys["challengeKey"]], 3, 0, 0, PASS, ISSUED, 60, 0, ED, ORIGIN, next(randoms))
+    add_redeem("§10.5 step 1: a device challenge (type 3) is not an offer", "bypassMalformed", device_fields(ch3))
+    for what, changes in (("d 0, k 1", dict(d=0, k=1)), ("d 1, k 0", dict(d=1, k=0)), ("d 33", dict(d=33)), ("k 17", dict(k=17)),
+                          ("levels 0", dict(levels=0)), ("ttl 0", dict(ttl=0)), ("ttl 3601", dict(ttl=3601))):
+        c = craft(**changes)
+        add_redeem("§2.4 an offer of %s, its tag valid, does not parse" % what, "bypassMalformed",
+                   device_fields(c) if c[2] == 0 or c[3] == 0 else pow_fields(c, bytes(8 * c[3])))
+    big = craft(d=32, k=16, levels=0xFFFF, ttl=3600)
+    add_redeem("§2.4 an offer of d 32, k 16, levels 65535 and ttl 3600 parses (the zero answer is then a wrong answer)",
+               "bypassWrongAnswer", pow_fields(big, bytes(128)))
+    add_redeem("§2.4 an offer without work parses (d 0, k 0)", "valid", device_fields(craft(d=0, k=0)))
+    # step 1: the response
+    add_redeem("§10.5 step 1: an empty response", "bypassMalformed", device_fields(dk, ""))
+    add_redeem("§10.5 step 1: a response of 1 byte is read (the offer expired: step 3)", "bypassExpired",
+               android_fields(offer("ANDROID_PLAY_INTEGRITY"), "x"), now=ISSUED + 65000)
+    add_redeem("§10.5 step 1: an empty ANDROID_PLAY_INTEGRITY response (the offer expired too)", "bypassMalformed",
+               android_fields(offer("ANDROID_PLAY_INTEGRITY"), ""), now=ISSUED + 65000)
+    add_redeem("§10.5 step 1: a response of 16385 bytes", "bypassMalformed", android_fields(offer("ANDROID_PLAY_INTEGRITY"), "x" * 16385))
+    add_redeem("§10.5 step 1: SIGNCORE_DEVICE_KEY naming another key than the one that signed", "bypassMalformed",
+               device_fields(dk, keys["clientOther"].thumbprint))
+    add_redeem("§10.5 step 1: SIGNCORE_DEVICE_KEY naming the key that signed by its kid, not its thumbprint", "bypassMalformed",
+               device_fields(dk, "device-7"), signed_by="clientEd25519Named")
+    add_redeem("§10.5 step 1: SIGNCORE_DEVICE_KEY names the thumbprint whatever the key's kid", "valid", device_fields(dk),
+               signed_by="clientEd25519Named")
+    add_redeem("§10.5 step 1: SIGNCORE_DEVICE_KEY on an unsigned request", "bypassMalformed", device_fields(offer("SIGNCORE_DEVICE_KEY",
+                                                                                                               client=None)), signed_by=None)
+    add_redeem("§10.5 step 1: SIGNCORE_POW answering an offer without work", "bypassMalformed", pow_fields(dk, ""))
+    add_redeem("§10.5 step 1: SIGNCORE_POW answering an offer without work (a response of 8 bytes)", "bypassMalformed", pow_fields(dk, bytes(8)))
+    qa = solve(q, 4, 2)
+    add_redeem("§10.5 step 1: a proof of work answer one byte short (8k - 1)", "bypassMalformed", pow_fields(q, qa[:-1]))
+    add_redeem("§10.5 step 1: a proof of work answer one byte long (8k + 1)", "bypassMalformed", pow_fields(q, qa + b"\x00"))
+    add_redeem("§10.5 step 1: a proof of work answer of one counter more (8k + 8)", "bypassMalformed", pow_fields(q, qa + bytes(8)))
+    add_redeem("§10.5 step 1: a proof of work answer in base64url with padding", "bypassMalformed", pow_fields(q, b64u(qa) + "="))
+    add_redeem("§10.5 step 1: a proof of work answer in standard base64 (+ and /)", "bypassMalformed",
+               pow_fields(q, base64.b64encode(bytes([0xfb, 0xff]) + qa[2:]).decode().rstrip("=")))
+    ao = offer("APPLE_DEVICE_CHECK", client="clientEd25519")
+    add_redeem("§10.5 step 1: APPLE_DEVICE_CHECK without X-Captcha-Key-Id", "bypassMalformed", apple_fields(ao, key_id=None))
+    add_redeem("§10.5 step 1: APPLE_DEVICE_CHECK with a key id of 31 bytes", "bypassMalformed",
+               apple_fields(ao, key_id=base64.b64encode(bytes(31)).decode()))
+    add_redeem("§10.5 step 1: APPLE_DEVICE_CHECK with a key id that is not base64", "bypassMalformed", apple_fields(ao, key_id="not base64!"))
+    add_redeem("§10.5 step 1: APPLE_DEVICE_CHECK with an assertion that is not base64", "bypassMalformed", apple_fields(ao, response="a*b"))
+    add_redeem("§10.5 step 1: APPLE_DEVICE_CHECK with an assertion of padding alone", "bypassMalformed", apple_fields(ao, response="===="))
+    # steps 2-5 of the platform types (their answers are checked at step 6, which these vectors do not reach)
+    add_redeem("§10.5 step 3: APPLE_DEVICE_CHECK (its assertion base64url, unpadded) to an expired offer", "bypassExpired",
+               apple_fields(ao, response=ASSERTION.rstrip("=").replace("+", "-").replace("/", "_")), now=ISSUED + 65000)
+    add_redeem("§10.5 step 2: APPLE_DEVICE_CHECK to a forged offer", "bypassNonceMismatch",
+               apple_fields(craft(key="challengeKeyImpostor", d=0, k=0)))
+    add_redeem("§10.5 step 4: APPLE_DEVICE_CHECK to an offer of another bucket", "bypassNonceMismatch", apple_fields(ao), bucket="SEARCH")
+    add_redeem("§10.5 step 5: APPLE_DEVICE_CHECK to an offer of another key", "bypassNonceMismatch", apple_fields(ao), signed_by="clientOther")
+    ap = offer("ANDROID_PLAY_INTEGRITY")
+    add_redeem("§10.5 step 2: ANDROID_PLAY_INTEGRITY to an offer of an oct key removed from the set", "bypassNonceMismatch",
+               android_fields(offer("ANDROID_PLAY_INTEGRITY", key="challengeKeyOld")))
+    add_redeem("§10.5 step 3: ANDROID_PLAY_INTEGRITY to an expired offer", "bypassExpired", android_fields(ap), now=ISSUED + 65000)
+    add_redeem("§10.5 step 4: ANDROID_PLAY_INTEGRITY to an offer of another origin", "bypassNonceMismatch", android_fields(ap),
+               origin="https://www.example.com")
+    add_redeem("§10.5 step 5: ANDROID_PLAY_INTEGRITY to a bound offer on an unsigned request", "bypassNonceMismatch", android_fields(ap),
+               signed_by=None)
+    # step 2
+    add_redeem("§10.5 step 2: a site key whose tag has one bit flipped", "bypassNonceMismatch", pow_fields(q[:-1] + bytes([q[-1] ^ 1])))
+    add_redeem("§10.5 step 2: an offer of an unknown kid", "bypassNonceMismatch", pow_fields(craft(kid=b"challenge-2099")))
+    add_redeem("§10.5 step 2: the kid of the server's key, tagged by another secret", "bypassNonceMismatch",
+               pow_fields(craft(key="challengeKeyImpostor")))
+    add_redeem("§10.5 step 2: a kid that names the server's OKP key", "bypassNonceMismatch", pow_fields(craft(kid=b"token-2026")))
+    lv = bytearray(q)
+    lv[5] = 0xFF
+    add_redeem("§10.5 step 2: the pass levels raised after issue", "bypassNonceMismatch", pow_fields(bytes(lv)))
+    # step 3
+    add_redeem("§10.5 step 3: expired at issuedAt + ttl × 1000 + skew (default 5000)", "bypassExpired", pow_fields(p), now=ISSUED + 65000)
+    add_redeem("§10.5 step 3: skew 0, expired at issuedAt + ttl × 1000", "bypassExpired", pow_fields(p), now=ISSUED + 60000, skew=0)
+    add_redeem("§10.5 step 3: skew 60000, the last millisecond", "valid", pow_fields(p), now=ISSUED + 119999, skew=60000)
+    add_redeem("§10.5 step 3: skew 60000, expired at issuedAt + ttl × 1000 + 60000", "bypassExpired", pow_fields(p), now=ISSUED + 120000,
+               skew=60000)
+    # step 4
+    add_redeem("§10.5 step 4: an offer of another bucket", "bypassNonceMismatch", pow_fields(p), bucket="SEARCH")
+    add_redeem("§10.5 step 4: bucket names are compared as bytes (login)", "bypassNonceMismatch", pow_fields(p), bucket="login")
+    add_redeem("§10.5 step 4: an offer of the same bucket at another origin", "bypassNonceMismatch", pow_fields(p),
+               origin="https://evil.example.com")
+    add_redeem("§10.5 step 4: another port", "bypassNonceMismatch", pow_fields(p), origin="https://api.example.com:8443")
+    add_redeem("§10.5 step 4: the origin in another spelling is the same origin", "valid", pow_fields(p),
+               origin="HTTPS://API.EXAMPLE.COM:443/v1/login")
+    # step 5
+    add_redeem("§10.5 step 5: an offer bound to another key", "bypassNonceMismatch", pow_fields(p), signed_by="clientOther")
+    add_redeem("§10.5 step 5: an offer bound to a key, answered by an unsigned request", "bypassNonceMismatch", pow_fields(p), signed_by=None)
+    add_redeem("§10.5 step 5: an offer bound to a key, answered by a P-256 key's request", "bypassNonceMismatch", pow_fields(p),
+               signed_by="clientP256")
+    # step 6: SIGNCORE_DEVICE_KEY
+    c = add_redeem("§10.5 step 6: a key the registry does not hold: notRegistered (deviceUnknown)", "bypassDeviceRejected", device_fields(dk),
+                   devices={"clientOther": dict(format="signcore", status="active")})
+    rejected(c, "notRegistered", "deviceUnknown")
+    c = add_redeem("§10.5 step 6: an empty registry", "bypassDeviceRejected", device_fields(dk), devices={})
+    rejected(c, "notRegistered", "deviceUnknown")
+    c = add_redeem("§10.5 step 6: a revoked key: revoked (deviceRevoked)", "bypassDeviceRejected", device_fields(dk),
+                   devices={"clientEd25519": dict(format="signcore", status="revoked")})
+    rejected(c, "revoked", "deviceRevoked")
+    c = add_redeem("§10.5 step 6: an App Attest record does not sign requests: notRegistered (deviceUnknown)", "bypassDeviceRejected",
+                   device_fields(dk), devices={"clientEd25519": dict(format="apple-app-attest", status="active")})
+    rejected(c, "notRegistered", "deviceUnknown")
+    c = add_redeem("§10.5 step 6: a revoked App Attest record is not a signing key's either", "bypassDeviceRejected", device_fields(dk),
+                   devices={"clientEd25519": dict(format="apple-app-attest", status="revoked")})
+    rejected(c, "notRegistered", "deviceUnknown")
+    c = add_redeem("§10.5 step 6: a format the deployment does not accept: attestationFailed (formatNotAccepted)", "bypassDeviceRejected",
+                   device_fields(dk), formats=["apple-app-attest", "android-play-integrity"])
+    rejected(c, "attestationFailed", "formatNotAccepted")
+    c = add_redeem("§10.5 step 6: revoked before the format's check", "bypassDeviceRejected", device_fields(dk), formats=["apple-app-attest"],
+                   devices={"clientEd25519": dict(format="signcore", status="revoked")})
+    rejected(c, "revoked", "deviceRevoked")
+    add_redeem("§10.5 step 6: a Play Integrity key, its format accepted alone", "valid", device_fields(dk), formats=["android-play-integrity"],
+               devices={"clientEd25519": dict(format="android-play-integrity", status="active")})
+    # step 6: SIGNCORE_POW
+    j = offer(d=8, k=2)
+    ja = solve(j, 8, 2)
+    assert not answer_meets(j, 8, 2, bytes(16))
+    add_redeem("§10.5 step 6: a proof of work answer of zeros", "bypassWrongAnswer", pow_fields(j, bytes(16)))
+    add_redeem("§3.3 no splice: the counters swapped", "bypassWrongAnswer", pow_fields(j, ja[8:] + ja[:8]))
+    add_redeem("§3.4 the last sub-solution wrong", "bypassWrongAnswer", pow_fields(j, ja[:8] + bytes(8)))
+    firstbad = next(c for c in range(10 ** 6) if not meets_difficulty(sub_solution(pow_prefix(j), 0, c), 8))
+    add_redeem("§3.4 the first sub-solution wrong", "bypassWrongAnswer", pow_fields(j, firstbad.to_bytes(8, "big") + ja[8:]))
+    j2 = offer(d=8, k=2)
+    assert not answer_meets(j, 8, 2, solve(j2, 8, 2))
+    add_redeem("§3.3 the answer of another offer", "bypassWrongAnswer", pow_fields(j, solve(j2, 8, 2)))
+    add_redeem("§3.2 d 8: the smallest counters", "valid", pow_fields(j))
+    # step 7
+    add_redeem("§10.5 step 7: an offer answered already", "bypassReplayed", pow_fields(p), redeemed=[challenge_id(p).hex()])
+    add_redeem("§10.5 step 7: a device key's offer answered already", "bypassReplayed", device_fields(dk), redeemed=[challenge_id(dk).hex()])
+    # the order of adjacent steps
+    forged = q[:-1] + bytes([q[-1] ^ 1])
+    add_redeem("§10.5 order: step 1 before step 2 (an answer one byte short to a forged offer)", "bypassMalformed",
+               pow_fields(forged, qa[:-1]))
+    add_redeem("§10.5 order: step 2 before step 3 (forged and expired)", "bypassNonceMismatch", pow_fields(forged, qa), now=ISSUED + 65000)
+    add_redeem("§10.5 order: step 3 before step 4 (expired, another bucket)", "bypassExpired", pow_fields(p), now=ISSUED + 65000,
+               bucket="SEARCH")
+    add_redeem("§10.5 order: step 3 before step 5 (expired, another key)", "bypassExpired", pow_fields(p), now=ISSUED + 65000,
+               signed_by="clientOther")
+    add_redeem("§10.5 order: step 5 before step 6 (another key, a wrong answer)", "bypassNonceMismatch", pow_fields(j, bytes(16)),
+               signed_by="clientOther")
+    add_redeem("§10.5 order: step 5 before step 6 (another key, not registered)", "bypassNonceMismatch", device_fields(dk, keys["clientP256"].thumbprint),
+               signed_by="clientP256")
+    add_redeem("§10.5 order: step 3 before step 6 (expired, a wrong answer)", "bypassExpired", pow_fields(j, bytes(16)), now=ISSUED + 65000)
+    add_redeem("§10.5 order: step 6 before step 7 (a wrong answer to an offer answered already)", "bypassWrongAnswer",
+               pow_fields(j, bytes(16)), redeemed=[challenge_id(j).hex()])
+    c = add_redeem("§10.5 order: step 6 before step 7 (revoked, answered already)", "bypassDeviceRejected", device_fields(dk),
+                   redeemed=[challenge_id(dk).hex()], devices={"clientEd25519": dict(format="signcore", status="revoked")})
+    rejected(c, "revoked", "deviceRevoked")
+    add_redeem("§10.5 order: step 3 before step 7 (expired, answered already)", "bypassExpired", pow_fields(p), now=ISSUED + 65000,
+               redeemed=[challenge_id(p).hex()])
+
+    # ---- rejection cases (§10.5 step 6): a refusal of the device flow -> the bypass refusal
+    for code in DEVICE_CODES + ("unavailable", "attestationMalformed"):
+        want = {"platformTokenMalformed": "bypassMalformed", "nonceMismatch": "bypassNonceMismatch"}.get(
+            code, "bypassDeviceRejected" if code in DEVICE_CODES else code)
+        add("rejection", "§10.5 step 6: %s" % code, want, dict(deviceError=code))
+
+    # ---- pass cases (§10.6)
+    def mint(levels=PASS, issued=ISSUED, ttl=300, client="clientEd25519", bucket=LOGIN, origin=ORIGIN, key="tokenKey") -> bytes:
+        return issue_pass([keys[key]], levels, issued, ttl, keys[client], origin, bucket, next(token_ids))
+
+    CHECKERS = ("challengeKey", "tokenKey")
+
+    def add_pass(comment, want, field, server=CHECKERS, client="clientEd25519", bucket=LOGIN, origin=ORIGIN, now=ISSUED + 60000, skew=None,
+                 levels=PASS, expect=None):
+        field = b64u(field) if isinstance(field, bytes) else field
+        inputs = dict(serverKeys=list(server), field=field, clientKey=client, bucket=bucket, origin=origin, now=now)
+        if skew is not None:
+            inputs["skew"] = skew
+        inputs["passLevels"] = levels
+        case = add("pass", comment, want, inputs)
+        if expect is not None:
+            assert case["expected"]["tokenID"] == expect[79:95].hex(), comment
+        return case
+
+    t = mint()
+    tt = b64u(t)
+    add_pass("§10.6 a pass valid for its bucket: its tokenID", "valid", t, expect=t)
+    add_pass("§10.6 an ES256 pass (a P-256 server key)", "valid", mint(key="tokenKeyP256"), server=("tokenKey", "tokenKeyP256"))
+    add_pass("§10.6 a pass of the old token key, still in the set", "valid", mint(key="tokenKeyOld"), server=("tokenKey", "tokenKeyOld"))
+    add_pass("§10.6 the origin in another spelling is the same origin", "valid", t, origin="https://API.example.com:443/login")
+    add_pass("§10.6 a pass holding more levels than the pass levels", "valid", mint(levels=PASS | 1))
+    add_pass("§10.6 a pass holding the pass levels of two levels", "valid", mint(levels=3 << 14), levels=3 << 14)
+    add_pass("§10.6 a pass lacking the pass levels", "none", mint(levels=1 << 14))
+    add_pass("§10.6 a pass lacking one of two pass levels", "none", t, levels=3 << 14)
+    add_pass("§10.6 within its time: now = issuedAt - skew", "valid", t, now=ISSUED - 5000)
+    add_pass("§10.6 not yet valid: now = issuedAt - skew - 1", "none", t, now=ISSUED - 5001)
+    add_pass("§10.6 the last millisecond before issuedAt + ttl × 1000 + skew", "valid", t, now=ISSUED + 304999)
+    add_pass("§10.6 expired at issuedAt + ttl × 1000 + skew", "none", t, now=ISSUED + 305000)
+    add_pass("§10.6 skew 0: now = issuedAt", "valid", t, now=ISSUED, skew=0)
+    add_pass("§10.6 skew 0: not yet valid at issuedAt - 1", "none", t, now=ISSUED - 1, skew=0)
+    add_pass("§10.6 skew 0: the last millisecond", "valid", t, now=ISSUED + 299999, skew=0)
+    add_pass("§10.6 skew 0: expired at issuedAt + ttl × 1000", "none", t, now=ISSUED + 300000, skew=0)
+    add_pass("§10.6 skew 60000: expired at issuedAt + ttl × 1000 + 60000", "none", t, now=ISSUED + 360000, skew=60000)
+    add_pass("§10.6 skew 60000: valid from issuedAt - 60000", "valid", t, now=ISSUED - 60000, skew=60000)
+    add_pass("§10.6 a pass of another bucket", "none", t, bucket="SEARCH")
+    add_pass("§10.6 a pass of the bucket at another origin", "none", t, origin="https://evil.example.com")
+    add_pass("§10.6 a pass of another key", "none", t, client="clientOther")
+    add_pass("§10.6 a pass with one bit of its signature flipped", "none", t[:-1] + bytes([t[-1] ^ 1]))
+    add_pass("§10.6 a pass of a token key removed from the set", "none", mint(key="tokenKeyOld"))
+    add_pass("§10.6 a pass whose kid names no key of the set (a set without it)", "none", t, server=("challengeKey", "tokenKeyP256"))
+    oct_named = token_body(PASS, ISSUED, 300, key_thumbprint(ED), bucket_digest(ORIGIN, LOGIN), next(token_ids), b"challenge-2026")
+    add_pass("§10.6 a pass whose kid names the server's oct key", "none", oct_named + sign_message(keys["tokenKey"], TOKEN_CONTEXT, oct_named)[1])
+    att = issue_token([keys["tokenKey"]], PASS, ISSUED, 300, ED, ORIGIN, next(token_ids))
+    add_pass("§10.6 an attestation token (§5) is no pass: its origin field is the origin digest", "none", att)
+    add_pass("§10.6 a member that does not parse is ignored, a later valid one taken", "valid", "AAAA," + tt, expect=t)
+    add_pass("§10.6 passes of other buckets before the valid one", "valid",
+             ",".join([b64u(mint(bucket="SEARCH")), b64u(mint(bucket="UPLOAD")), b64u(mint(client="clientOther")), tt]), expect=t)
+    add_pass("§10.6 spaces around the commas", "valid", "AAAA ,  " + tt + " , AAAA", expect=t)
+    add_pass("§10.6 spaces before and after the field's only pass", "valid", "   " + tt + "  ", expect=t)
+    add_pass("§10.6 5 members: the field is ignored, even with a valid pass first", "none", ",".join([tt] + ["AAAA"] * 4))
+    add_pass("§10.6 4 members: read", "valid", ",".join(["AAAA"] * 3 + [tt]), expect=t)
+    add_pass("§10.6 a field of 4112 bytes is read", "valid", tt + " " * (4112 - len(tt)), expect=t)
+    add_pass("§10.6 a field of 4113 bytes is ignored", "none", tt + " " * (4113 - len(tt)))
+    add_pass("§10.6 an empty field", "none", "")
+    add_pass("§10.6 a pass with padding does not parse", "none", tt + "=")
+
+    # ---- attest cases (§4.2): an offer is never redeemed at the attest endpoint
+    for what, o in (("with work", offer()), ("without work", offer("SIGNCORE_DEVICE_KEY"))):
+        add("attest", "§4.2 an offer %s is not redeemed at the attest endpoint" % what, "attestationMalformed",
+            dict(serverKeys=list(SERVER), body='{"challenge":"%s","answer":"%s"}' % (b64u(o), b64u(solve(o, o[2], o[3]))),
+                 clientKey="clientEd25519", origin=ORIGIN, now=NOW))
+
+    # ---- action cases (§10.9)
+    for advice in ("attest", "bypass", "register", "reSign", "refreshKeys", "resyncClock", "retryLater", "fixRequest", "fixConfiguration",
+                   "updateClient", "solveCaptcha", "Attest", ""):
+        add("action", "§10.9 %s" % (advice or "an empty advice"), "valid", dict(advice=advice))
+
+    number = 0
+    for name in RATE_SECTIONS:
+        for case in sections[name]:
+            number += 1
+            case["tcId"] = number
+    return dict({"spec": "SignCore/3 attestation 1, rate limits", "algorithm": "ratelimit",
+                 "header": "docs/ATTEST.md §10.10. gcra: a limit and request times (ns) -> T, τ and one verdict per request. offer: "
+                           "issue -> bucketDigest, body, siteKey, id (answer: the smallest counters, when solve is true). redeem: "
+                           "an answer's fields -> the offer id recorded and the pass, or the error (reason and cause for "
+                           "bypassDeviceRejected). rejection: a device flow's refusal -> the bypass refusal. pass: a signcore-rate-pass "
+                           "field -> the tokenID of the pass taken, or none. attest: attest requests of offers, as attest.json's redeem "
+                           "cases. action: an advice -> its action. skew absent: 5000. Times in milliseconds but gcra's",
+                 "numberOfTests": number, "keys": RATE_KEYS}, **sections)
+
+
 def write(name, doc):
     (VECTORS / name).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     print(f"{name}: {doc['numberOfTests']} cases")
@@ -2900,12 +3666,12 @@ def check():
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
     generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
                  "message.json": generate_message}
-    checked = ("canonical_url.json", "wtoken.json", "attest.json", "device.json")  # checked case by case, not regenerated
+    checked = ("canonical_url.json", "wtoken.json", "attest.json", "device.json", "ratelimit.json")  # checked case by case, not regenerated
     files = sorted(p.name for p in VECTORS.glob("*.json"))
     for name in files:
         expect(name in generated or name in checked, f"{name}: no check for this vector file")
     for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json",
-                 "device.json"):
+                 "device.json", "ratelimit.json"):
         expect(name in files, f"{name} is missing")
     if "attest.json" in files:  # ATTEST §8: every case of every section, from its inputs
         stored = json.loads((VECTORS / "attest.json").read_text())
@@ -2929,6 +3695,17 @@ def check():
                 got = run(keys, tc)
                 expect(got == want, f"device {section} {tc['tcId']}: {got.get('error', got['result'])}")
         expect(count == stored["numberOfTests"], "device.json: numberOfTests")
+    if "ratelimit.json" in files:  # ATTEST §10.10: every case of every section, from its inputs
+        stored = json.loads((VECTORS / "ratelimit.json").read_text())
+        keys = {n: Key(j) for n, j in stored["keys"].items()}
+        count = 0
+        for section, run in RATE_SECTIONS.items():
+            for tc in stored[section]:
+                count += 1
+                want = {k: tc[k] for k in ("result", "expected", "error", "retryAfter", "reason", "cause") if k in tc}
+                got = run(keys, tc)
+                expect(got == want, f"ratelimit {section} {tc['tcId']}: {got.get('error', got['result'])}")
+        expect(count == stored["numberOfTests"], "ratelimit.json: numberOfTests")
     for name in [n for n in files if n in generated or n == "wtoken.json"]:
         fresh = generated[name]() if name in generated else None
         stored = json.loads((VECTORS / name).read_text())
@@ -2972,6 +3749,9 @@ if __name__ == "__main__":
         write("message.json", generate_message())
         write("attest.json", generate_attest())
         write("device.json", generate_device())
+        write("ratelimit.json", generate_ratelimit())
+    elif sys.argv[1:] == ["generate", "ratelimit"]:
+        write("ratelimit.json", generate_ratelimit())
     elif sys.argv[1:] == ["generate", "device"]:
         write("device.json", generate_device())
     elif sys.argv[1:] == ["generate", "message"]:

@@ -45,9 +45,7 @@ public enum BypassRejection: String, Sendable, CaseIterable {
         case .deviceUnknown: .notRegistered
         case .deviceRevoked: .revoked
         case .integrityVerdictFailed: .verdictTooWeak
-        case .formatNotAccepted, .appMismatch, .deviceKeyMismatch, .certificateUntrusted, .environmentMismatch, .platformCounterInvalid,
-             .assertionInvalid, .counterRepeated, .counterTooOld, .counterMissing: .attestationFailed
-        default: nil
+        default: SignCoreError.Code.deviceCodes.contains(code) ? .attestationFailed : nil
         }
     }
 }

@@ -146,8 +146,8 @@ extension BypassRejection {
     /// `bypassDeviceRejected` with their reason and cause; any other error is itself.
     public static func refusal(for error: SignCoreError) -> (error: SignCoreError, reason: BypassRejection?, cause: SignCoreError.Code?) {
         switch error.code {
-        case .platformTokenMalformed: return (SignCoreError(.bypassMalformed, "the platform's token is not one"), nil, error.code)
-        case .nonceMismatch: return (SignCoreError(.bypassNonceMismatch, "the platform's token was made for another nonce"), nil, error.code)
+        case .platformTokenMalformed: return (SignCoreError(.bypassMalformed, "the platform's token is not one"), nil, nil)
+        case .nonceMismatch: return (SignCoreError(.bypassNonceMismatch, "the platform's token was made for another nonce"), nil, nil)
         default:
             guard let reason = reason(for: error.code) else { return (error, nil, nil) }
             return (SignCoreError(.bypassDeviceRejected, "the device's answer was rejected: \(reason.rawValue)"), reason, error.code)

@@ -234,9 +234,10 @@ public struct RateLimitGate: Sendable {
         return .pass(fields)
     }
 
-    /// The answer's fields, each sent once (`bypassMalformed`), covered by the signature of a
-    /// verified request (`headerNotCovered`, §10.4).
-    func answer(in request: HTTPRequest, identity: VerifiedIdentity?) throws(SignCoreError) -> BypassAnswer {
+    /// The answer's fields (§10.5 step 1): each sent at most once and the first three present
+    /// (`bypassMalformed`), then each covered by the signature of a verified request
+    /// (`headerNotCovered`).
+    public func answer(in request: HTTPRequest, identity: VerifiedIdentity?) throws(SignCoreError) -> BypassAnswer {
         let values = names.all.map { request.headerFields[values: $0] }
         guard values.allSatisfy({ $0.count <= 1 }) else { throw SignCoreError(.bypassMalformed, "a bypass field is sent more than once") }
         guard let type = values[0].first, let response = values[1].first, let siteKey = values[2].first else {
