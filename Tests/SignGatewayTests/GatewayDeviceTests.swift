@@ -219,6 +219,15 @@ import Testing
         try JSONDecoder().decode(Made.self, from: try deviceFixtures(request))
     }
 
+    /// A test CA (made by a first run of the independent implementation), its root written in
+    /// `folder` for signd to trust: the authority to make later artefacts under, and the root's file.
+    static func testAuthority(in folder: TemporaryFolder) throws -> (authority: [String: String], rootFile: String) {
+        let authority = try make(["appId": app, "registrations": []]).authority
+        let rootFile = folder.path + "/appattest-root.pem"
+        try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
+        return (authority, rootFile)
+    }
+
     @Test func registerThenEarnThePlatformLevelWithAnAssertion() async throws {
         let server = try PostgresServer.start()
         defer { server.stop() }
@@ -226,10 +235,7 @@ import Testing
         let client = try SigningKey.generate(.ed25519), otherClient = try SigningKey.generate(.ed25519)
         let keys = try folder.writeKeys([client.publicOnly(), otherClient.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
-        // The test CA (made by a first run of the independent implementation), trusted by signd.
-        let authority = try Self.make(["appId": Self.app, "registrations": []]).authority
-        let rootFile = folder.path + "/appattest-root.pem"
-        try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
+        let (authority, rootFile) = try Self.testAuthority(in: folder)
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
@@ -386,9 +392,7 @@ extension GatewayAppAttestTests {
         let client = try SigningKey.generate(.ed25519)
         let keys = try folder.writeKeys([client.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
-        let authority = try Self.make(["appId": Self.app, "registrations": []]).authority
-        let rootFile = folder.path + "/appattest-root.pem"
-        try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
+        let (authority, rootFile) = try Self.testAuthority(in: folder)
         let asserter = try ScriptAsserter(authority: authority)
         let upstream = Upstream()
         try await upstream.run { upstreamPort in

@@ -142,9 +142,7 @@ import Testing
         let client = try SigningKey.generate(.ed25519)
         let keys = try folder.writeKeys([client.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
-        let authority = try GatewayAppAttestTests.make(["appId": Self.app, "registrations": []]).authority
-        let rootFile = folder.path + "/appattest-root.pem"
-        try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
+        let (authority, rootFile) = try GatewayAppAttestTests.testAuthority(in: folder)
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
