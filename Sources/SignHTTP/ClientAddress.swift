@@ -189,10 +189,11 @@ public struct TrustedProxies: Sendable {
     /// parse (a client's unclosed quote), after an unreadable one: the elements the proxies
     /// appended are still read, from the right, and the walk stops where the client's begin.
     static func trailingForValues(_ value: String) -> [String?] {
-        var start = value.startIndex
-        while let comma = value[start...].firstIndex(of: ",") {
-            start = value.index(after: comma)
-            if let tail = forValues(String(value[start...])) { return [nil] + tail }
+        // Only the last hops are read anyway: the tails after the last maxHops + 1 commas, the
+        // longest first (so no value makes this quadratic).
+        let commas = value.indices.filter { value[$0] == "," }.suffix(maxHops + 1)
+        for comma in commas {
+            if let tail = forValues(String(value[value.index(after: comma)...])) { return [nil] + tail }
         }
         return [nil]
     }

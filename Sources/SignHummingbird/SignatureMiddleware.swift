@@ -78,8 +78,10 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
                 return Self.response(for: SignCoreError(.invalidConfiguration, "a route sets rate limits that this server cannot count"))
             }
             gate.countBeforeVerification(limits, address: address, into: &count)
-            if count.fired, !gate.admitsAttempt(request.head, count: count, origin: { () throws(SignCoreError) in try origin.attestationOrigin(of: request.head) }),
-               case .refuse(let refusal) = await decide(request, gate: gate, count: count, identity: nil, reading: false, context: context, route: route) {
+            if count.fired, !gate.admitsAttempt(request.head, count: count, address: address,
+                                                origin: { () throws(SignCoreError) in try origin.attestationOrigin(of: request.head) }),
+               case .refuse(let refusal) = await decide(request, gate: gate, count: count, identity: nil, address: address, reading: false,
+                                                        context: context, route: route) {
                 return refusal
             }
         }
@@ -89,7 +91,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         if let gate = attestation, let deviceRoute = gate.deviceRoute(of: request.head) {
             if let limiter = rateLimits, !limits.isEmpty {
                 limiter.countAfterVerification(limits, identity: nil, address: address, into: &count)
-                if case .refuse(let refusal) = await decide(request, gate: limiter, count: count, identity: nil, context: context, route: route) {
+                if case .refuse(let refusal) = await decide(request, gate: limiter, count: count, identity: nil, address: address, context: context,
+                                                            route: route) {
                     return refusal
                 }
             }
@@ -101,9 +104,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         var request = request
         let started = ContinuousClock.now
         var record = DeferredRecord.none
-        // The nonce waits for what may still refuse without writing: the token (a 428 writes
-        // nothing) and, when a limit fired, the answer or pass (a 429 writes nothing).
-        let deferred = attested.mode != .off || count.fired
+        // The nonce waits for the token, which may still refuse without writing (a 428 writes nothing).
+        let deferred = attested.mode != .off
         do {
             try checkConnectionField(of: request)
             // A path read under several rules gets no rule's own body handling (its requirements have none).
@@ -175,7 +177,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         var count = count
         let identity = context.signCore.identity
         gate.countAfterVerification(limits, identity: identity, address: address, into: &count)
-        switch await decide(request, gate: gate, count: count, identity: identity, context: context, route: route) {
+        switch await decide(request, gate: gate, count: count, identity: identity, address: address, context: context, route: route) {
         case .refuse(let response):
             return response
         case .pass(let fields):
@@ -192,10 +194,10 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     }
 
     /// The gate's decision at the request's origin, its refusals logged (code and route only).
-    private func decide(_ request: Request, gate: RateLimitGate, count: RateLimitGate.Count, identity: VerifiedIdentity?, reading: Bool = true,
-                        context: Context, route: String) async -> RateDecision {
+    private func decide(_ request: Request, gate: RateLimitGate, count: RateLimitGate.Count, identity: VerifiedIdentity?, address: String?,
+                        reading: Bool = true, context: Context, route: String) async -> RateDecision {
         let serverOrigin = self.origin, head = request.head
-        switch await gate.decide(request.head, count: count, identity: identity, reading: reading,
+        switch await gate.decide(request.head, count: count, identity: identity, address: address, reading: reading,
                                  origin: { () throws(SignCoreError) in try serverOrigin.attestationOrigin(of: head) }) {
         case .pass(let fields):
             return .pass(fields)

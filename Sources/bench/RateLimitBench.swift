@@ -44,7 +44,7 @@ enum RateLimitBench {
                     let identity: VerifiedIdentity
                     do throws(SignCoreError) { identity = try await side.verifier.verify(batch[index]).identity } catch { fatalError("verify failed: \(error)") }
                     gate.countAfterVerification(limits, identity: identity, address: "198.51.100.7", into: &count)
-                    guard case .pass = await gate.decide(head, count: count, identity: identity, origin: { "https://api.example.com" }) else {
+                    guard case .pass = await gate.decide(head, count: count, identity: identity, address: "198.51.100.7", origin: { "https://api.example.com" }) else {
                         fatalError("a limit fired")
                     }
                 }

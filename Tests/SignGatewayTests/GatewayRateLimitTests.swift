@@ -150,7 +150,7 @@ import Testing
                 "attestation": ["keys": attestKeys, "challenges": [["levels": [0]]],
                                 "devices": ["appIds": [Self.app], "formats": ["signcore", "apple-app-attest"],
                                             "appAttest": ["roots": [rootFile], "environments": ["development"]]]] as [String: Any],
-                "rateLimits": ["buckets": ["LOGIN": ["quota": 3, "window": 60, "key": "key", "bypass": ["types": ["APPLE_DEVICE_CHECK"]]]]],
+                "rateLimits": ["buckets": ["LOGIN": ["quota": 5, "window": 60, "key": "key", "bypass": ["types": ["APPLE_DEVICE_CHECK"]]]]],
                 "policy": ["routes": [["route": "/login", "signature": "require", "rateLimits": ["LOGIN"]]]],
             ])
             try await withGateway(json) { port in
@@ -189,7 +189,7 @@ import Testing
                 let stranger = try await Self.send(http, port: port, "/login", key: client,
                                                    fields: Self.answer(.appleDeviceCheck, again, try assertion(over: again.siteKey, counter: 4), keyID: unknownKey))
                 #expect(stranger.code == 125 && stranger.object["reason"] as? String == "notRegistered")
-                #expect(upstream.all.count == 3 + 1)
+                #expect(upstream.all.count == 5 + 1)
             }
         }
     }
@@ -219,7 +219,7 @@ import Testing
                                 "devices": ["appIds": [Self.package], "formats": ["android-play-integrity"],
                                             "playIntegrity": ["decryptionKeyFile": decryptionFile, "verificationKeyFile": verificationFile,
                                                               "certificateDigests": [made.certificateDigest]]]] as [String: Any],
-                "rateLimits": ["buckets": ["LOGIN": ["quota": 3, "window": 60, "key": "key", "bypass": ["types": ["ANDROID_PLAY_INTEGRITY"]]]]],
+                "rateLimits": ["buckets": ["LOGIN": ["quota": 6, "window": 60, "key": "key", "bypass": ["types": ["ANDROID_PLAY_INTEGRITY"]]]]],
                 "policy": ["routes": [["route": "/login", "signature": "require", "rateLimits": ["LOGIN"]]]],
             ])
             try await withGateway(json) { port in
@@ -243,7 +243,7 @@ import Testing
                 // A token that is none: invalid format.
                 let junk = try await Self.send(http, port: port, "/login", key: install, fields: Self.answer(.androidPlayIntegrity, offers[3], "a.b.c.d.e"))
                 #expect(junk.status == 400 && junk.code == 121)
-                #expect(upstream.all.count == 3 + 1)
+                #expect(upstream.all.count == 6 + 1)
             }
         }
     }

@@ -180,9 +180,11 @@ import Testing
             let solved2 = Self.answer(.signcorePoW, offer2, response: Self.solved(offer2))
             let more = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: key, extra: solved2))
             #expect(more.status == .tooManyRequests && Self.code(more) == 120 && more.headers[Self.pass] == nil)
-            // Unsigned, the same answer still passes its one request: it was never spent.
-            let unsigned = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: nil, extra: solved2))
-            #expect(unsigned.status == .unauthorized, "the route requires a signature: the answer is not read without one")
+            // Unsigned, from another address whose bucket is spent too, the same offer is verified: the route
+            // requires a signature, so the answer is not read without one (and was never spent).
+            _ = try await Self.exhaust(client, "/login", key: key, from: "198.18.1.1")
+            let unsigned = try await client.execute(uri: "/login", method: .get, headers: Self.fields("/login", key: nil, extra: solved2, from: "198.18.1.1"))
+            #expect(unsigned.status == .unauthorized)
             // Bound to its key: another key's request with it is counted as one without.
             let thief = try SigningKey.generate(.ed25519)
             try await server.register(thief)
@@ -214,8 +216,11 @@ import Testing
         let device = try SigningKey.generate(.ed25519), stranger = server.known
         try await server.register(device)
         try await server.app().test(.live) { client async throws in
+            // Each answer from an address of its own: a client's answers are counted (§10.5).
+            let next = Locked(0)
             func send(_ path: String, key: SigningKey?, _ extra: [(HTTPField.Name, String)], cover: Bool = true) async throws -> TestResponse {
-                try await client.execute(uri: path, method: .get, headers: Self.fields(path, key: key, extra: extra, cover: cover))
+                let address = next.withLock { $0 += 1; return "198.18.0.\($0)" }
+                return try await client.execute(uri: path, method: .get, headers: Self.fields(path, key: key, extra: extra, cover: cover, from: address))
             }
             let limited = try await Self.exhaust(client, "/search", key: device)
             let pow = try #require(Self.offers(limited).first { $0.type == .signcorePoW })
@@ -321,10 +326,17 @@ import Testing
             // Through, with no pass: there is no key to bind one to.
             #expect(passed.status == .ok && passed.headers[Self.pass] == nil)
             // A SIGNCORE_DEVICE_KEY answer needs a signature.
-            let second = try await Self.exhaust(client, "/open", key: nil)
+            let second = try await Self.exhaust(client, "/open", key: nil, from: "198.18.2.1")
             let again = try #require(Self.offers(second).first)
-            let unsigned = try await client.execute(uri: "/open", method: .get, headers: Self.fields("/open", key: nil, extra: Self.answer(.signcoreDeviceKey, again, response: "x")))
+            let unsigned = try await client.execute(uri: "/open", method: .get,
+                                                    headers: Self.fields("/open", key: nil, extra: Self.answer(.signcoreDeviceKey, again, response: "x"), from: "198.18.2.1"))
             #expect(Self.code(unsigned) == 126)
+            // The client's answers are counted: one more is refused before it is read.
+            let third = try await Self.exhaust(client, "/open", key: nil)
+            let counted = try await client.execute(uri: "/open", method: .get,
+                                                   headers: Self.fields("/open", key: nil, extra: Self.answer(.signcorePoW, try #require(Self.offers(third).first),
+                                                                                                         response: "AAAAAAAAAAA")))
+            #expect(counted.status == .tooManyRequests && Self.code(counted) == 120)
         }
     }
 

@@ -95,7 +95,7 @@ public struct RateLimitGate: Sendable {
     public func countBeforeVerification(_ limits: [RateLimit], address: String?, into count: inout Count) {
         count.results.reserveCapacity(limits.count)
         for limit in limits where limit.countsBeforeVerification {
-            count.results.append((limit, limiter.take(limit, client: Self.client(of: limit, identity: nil, address: address))))
+            count.results.append((limit, limiter.take(limit, client: Self.client(key: limit.key, identity: nil, address: address))))
         }
     }
 
@@ -103,17 +103,17 @@ public struct RateLimitGate: Sendable {
     /// (`identity`; nil: by its address).
     public func countAfterVerification(_ limits: [RateLimit], identity: VerifiedIdentity?, address: String?, into count: inout Count) {
         for limit in limits where !limit.countsBeforeVerification {
-            count.results.append((limit, limiter.take(limit, client: Self.client(of: limit, identity: identity, address: address))))
+            count.results.append((limit, limiter.take(limit, client: Self.client(key: limit.key, identity: identity, address: address))))
         }
     }
 
     /// A client's bucket under `limit` (§10.2): `a:` an address (IPv6: its /64), `k:` a key id,
     /// `c:` a key id and an account, each in a namespace of its own.
-    static func client(of limit: RateLimit, identity: VerifiedIdentity?, address: String?) -> String {
+    static func client(key: RateLimit.Key, identity: VerifiedIdentity?, address: String?) -> String {
         if let identity {
             // The account is the signer's word: counted under its key, so no key spends another's account.
-            if limit.key == .account, !identity.account.isEmpty { return "c:" + identity.keyID + "\n" + identity.account }
-            if limit.key != .address { return "k:" + identity.keyID }
+            if key == .account, !identity.account.isEmpty { return "c:" + identity.keyID + "\n" + identity.account }
+            if key != .address { return "k:" + identity.keyID }
         }
         guard let address else { return "a:-" }
         // An IPv4 address's text (as `IPAddress` writes it) is its key as it is; IPv6 keys by /64.
@@ -123,25 +123,38 @@ public struct RateLimitGate: Sendable {
 
     /// Whether `request`, refused by a limit before its signature was checked, carries what may
     /// get it past (§10.2): an answer whose offer is one of this fleet's (its tag verifies),
-    /// unexpired, for the bucket of a limit that fired and offers a way past; or a pass that
-    /// parses, is within its time and is for such a bucket. What does not is refused at once.
-    public func admitsAttempt(_ request: HTTPRequest, count: Count, origin originOfRequest: () throws(SignCoreError) -> String) -> Bool {
+    /// unexpired, for the bucket of a limit that fired and offers a way past, while the client's
+    /// answers under that limit are not spent (§10.5); or a pass of this fleet (its signature
+    /// verifies), within its time, for such a bucket. What does not is refused at once.
+    public func admitsAttempt(_ request: HTTPRequest, count: Count, address: String?,
+                              origin originOfRequest: () throws(SignCoreError) -> String) -> Bool {
         guard let attestor, let origin = try? originOfRequest() else { return false }
         let now = clock()
-        let buckets = Set(count.results.filter { !$0.outcome.allowed && $0.limit.bypass != nil }.map { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) })
+        let fired = count.results.filter { !$0.outcome.allowed && $0.limit.bypass != nil }
+        let buckets = Set(fired.map { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) })
         if let siteKey = request.headerFields[names.siteKey], let offer = try? Challenge(parsing: siteKey), offer.kind == .rateBypass,
            buckets.contains(offer.originDigest), now < Self.plus(offer.expiresAt, attestor.skew),
            let key = attestor.keys.challengeKey(id: offer.serverKeyID),
            (try? key.verifyMessage(Array(offer.body), signature: Array(offer.tag), context: Challenge.tagContext)) != nil {
-            return true
+            let attempts = Self.attempts(address: address)
+            return fired.contains { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) == offer.originDigest && limiter.peek($0.limit, client: attempts).allowed }
         }
         guard let field = request.headerFields[Self.passField], field.utf8.count <= RatePass.maxFieldBytes else { return false }
-        return field.split(separator: ",").contains { member in
-            guard let pass = try? AttestationToken(parsing: String(member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()))
+        let members = field.split(separator: ",", omittingEmptySubsequences: false)
+        guard members.count <= RatePass.maxPasses else { return false }
+        return members.contains { member in
+            let text = String(member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+            guard let pass = try? AttestationToken(parsing: text), buckets.contains(pass.originDigest),
+                  Self.plus(now, attestor.skew) >= pass.issuedAt, now < Self.plus(pass.expiresAt, attestor.skew),
+                  let key = attestor.keys.tokenKey(id: pass.serverKeyID)
             else { return false }
-            return buckets.contains(pass.originDigest) && now < Self.plus(pass.expiresAt, attestor.skew)
+            return (try? key.verifyMessage(Array(pass.body), signature: Array(pass.signature), context: AttestationToken.signatureContext)) != nil
         }
     }
+
+    /// The bucket a client's answers are counted in under a limit (§10.5): by its address, as
+    /// `a:` keys it, in a namespace of its own.
+    static func attempts(address: String?) -> String { "b:" + client(key: .address, identity: nil, address: address) }
 
     /// `a + b`, or the largest time when that does not fit.
     static func plus(_ a: UInt64, _ b: UInt64) -> UInt64 { a.addingReportingOverflow(b).overflow ? .max : a + b }
@@ -165,7 +178,7 @@ public struct RateLimitGate: Sendable {
     /// offers, or a pass for each fired limit's bucket; else a 429 for the first limit still refusing.
     /// With `reading` false (a request refused before its signature was checked, with nothing
     /// plausible to get past), neither answer nor pass is read: the 429 at once.
-    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?, reading: Bool = true,
+    public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?, address: String?, reading: Bool = true,
                        origin originOfRequest: () throws(SignCoreError) -> String) async -> Verdict {
         guard count.fired else { return .pass(Self.state(of: count.results.min { $0.outcome.remaining < $1.outcome.remaining })) }
         let now = clock()
@@ -178,7 +191,8 @@ public struct RateLimitGate: Sendable {
         let passes = reading ? request.headerFields[values: Self.passField] : []
         if let thumbprint, let attestor, passes.count == 1 {
             refusing.removeAll { result in
-                guard let policy = result.limit.bypass,
+                // The key's own bucket first (no signature is checked for a bucket that is spent).
+                guard let policy = result.limit.bypass, limiter.passAllows(result.limit, thumbprint: thumbprint).allowed,
                       attestor.ratePass(in: passes[0], policy: policy, bucket: result.limit.bucket, origin: origin, keyThumbprint: thumbprint, now: now) != nil
                 else { return false }
                 return limiter.takePass(result.limit, thumbprint: thumbprint).allowed
@@ -192,13 +206,26 @@ public struct RateLimitGate: Sendable {
                 guard let attestor, let first = offered.first else {
                     throw SignCoreError(.bypassNotOffered, "the limit that refused the request offers no bypass")
                 }
-                let digest = (try? Challenge(parsing: answer.siteKey))?.originDigest
-                let target = offered.first { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) == digest } ?? first
-                guard let policy = target.limit.bypass else { throw SignCoreError(.bypassNotOffered, "the limit offers no bypass") }
-                // Every limit of that bucket offering this type is answered. A signed request counts in
-                // its key's own bucket first: an answer never gets a key past a bucket it has spent.
+                // The target: the limit of the offer's bucket that offers the answer's type, else the
+                // first of that bucket, else the first that offers anything (whose checks refuse it).
+                let offer = try? Challenge(parsing: answer.siteKey)
                 let type = BypassType(rawValue: answer.type)
-                let answered = refusing.filter { $0.limit.bucket == target.limit.bucket && $0.limit.bypass?.types.contains(type) == true }
+                let ofBucket = offered.filter { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) == offer?.originDigest }
+                let target = ofBucket.first { $0.limit.bypass?.types.contains(type) == true } ?? ofBucket.first ?? first
+                guard let policy = target.limit.bypass else { throw SignCoreError(.bypassNotOffered, "the limit offers no bypass") }
+                // Answers are counted per client under the target: a failed one is not free.
+                let attempts = limiter.take(target.limit, client: Self.attempts(address: address))
+                guard attempts.allowed else {
+                    let error = SignCoreError(.rateLimited, "the client's answers under the \(target.limit.bucket) limit are spent")
+                    return .refuse(limited(error, (target.limit, attempts), thumbprint: thumbprint, origin: origin, now: now), error)
+                }
+                // Every limit of that bucket that offers this type, and whose work the offer meets, is
+                // answered. A signed request counts in its key's own bucket: an answer never gets a key
+                // past a bucket it has spent.
+                let answered = refusing.filter { result in
+                    guard result.limit.bucket == target.limit.bucket, let other = result.limit.bypass, other.types.contains(type) else { return false }
+                    return type != .signcorePoW || (offer.map { $0.difficulty >= other.difficulty && $0.count >= other.count } ?? false)
+                }
                 if let thumbprint, let spent = answered.lazy.map({ ($0.limit, self.limiter.passAllows($0.limit, thumbprint: thumbprint)) })
                     .first(where: { !$0.1.allowed }) {
                     let error = SignCoreError(.rateLimited, "the key has spent its own \(spent.0.bucket) bucket")

@@ -35,6 +35,11 @@ public final class RateLimiter: Sendable {
         limit.table.take(client: client, now: clock(), interval: limit.interval, tolerance: limit.tolerance, capacity: capacity)
     }
 
+    /// What taking one request from the bucket of `client` under `limit` would find, taking none.
+    public func peek(_ limit: RateLimit, client: String) -> Outcome {
+        limit.table.peek(client: client, now: clock(), interval: limit.interval, tolerance: limit.tolerance)
+    }
+
     /// Takes one request from the pass bucket of the key with `thumbprint` under `limit`
     /// (docs/ATTEST.md §10.6): a table of its own, so that no flood of clients crowds passes out.
     public func takePass(_ limit: RateLimit, thumbprint: [UInt8]) -> Outcome {
