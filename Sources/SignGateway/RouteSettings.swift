@@ -43,6 +43,9 @@ struct GatewayRoutes: Sendable {
         var counted: [RateLimit] = []
         for (index, route) in configuration.policy.routes.enumerated() {
             var requirements = RouteRequirements(signature: route.signature)
+            guard Set(route.rateLimits).count == route.rateLimits.count else {
+                throw SignCoreError(.invalidConfiguration, "configuration: policy.routes[\(index)].rateLimits names a bucket twice")
+            }
             requirements[RouteRateLimits.self] = try route.rateLimits.map { (name) throws(SignCoreError) -> RateLimit in
                 guard let limit = buckets[name] else {
                     throw SignCoreError(.invalidConfiguration, "configuration: policy.routes[\(index)].rateLimits names \(name), which rateLimits.buckets does not have")

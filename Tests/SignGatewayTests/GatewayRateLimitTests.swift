@@ -130,6 +130,8 @@ import Testing
                          "rateLimits": ["buckets": ["LOGIN": ["quota": 5, "window": 60, "bypass": ["types": ["SIGNCORE_DEVICE_KEY"]]]]]])?
             .contains("devices") == true)
         #expect(refusal(["policy": route, "rateLimits": ["buckets": ["LOG IN": ["quota": 5, "window": 60]]]]) != nil)
+        let twice: [String: Any] = ["routes": [["route": "/login", "signature": "require", "rateLimits": ["LOGIN", "LOGIN"]]]]
+        #expect(refusal(["policy": twice, "rateLimits": ["buckets": ["LOGIN": ["quota": 5, "window": 60]]]])?.contains("a bucket twice") == true)
         #expect(refusal(["policy": route, "rateLimits": ["buckets": ["LOGIN": ["quota": 5, "window": 60, "key": "cookie"]]]]) != nil)
         #expect(refusal(["policy": route, "attestation": ["keys": attestKeys, "challenges": [["levels": [0]]]],
                          "rateLimits": ["buckets": ["LOGIN": ["quota": 5, "window": 60, "bypass": ["types": ["CAPTCHA"]]]]]])?.contains("bypass.types") == true)
