@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import SignAsyncHTTPClient
 import SignAttest
 @_spi(SignCoreTools) import SignCore
 import SignDevice
@@ -246,6 +247,36 @@ import Testing
                 let junk = try await Self.send(http, port: port, "/login", key: install, fields: Self.answer(.androidPlayIntegrity, offers[3], "a.b.c.d.e"))
                 #expect(junk.status == 400 && junk.code == 121)
                 #expect(upstream.all.count == 6 + 1)
+            }
+        }
+    }
+
+    /// Seed 001 end to end through signd with the client core: the client meets signd's 429,
+    /// answers its proof of work by itself, carries the pass, and the app sees only 200s.
+    @Test func theClientGetsPastSigndsLimitByItself() async throws {
+        let folder = try TemporaryFolder()
+        let key = try SigningKey.generate(.ed25519)
+        let keys = try folder.writeKeys([key.publicOnly()])
+        let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                "attestation": ["keys": attestKeys, "challenges": [["levels": [0]]]],
+                "rateLimits": ["buckets": ["SEARCH": ["quota": 2, "window": 60, "key": "key",
+                                                      "bypass": ["types": ["SIGNCORE_POW"], "difficulty": 12, "count": 1]]]],
+                "policy": ["routes": [["route": "/search", "signature": "require", "rateLimits": ["SEARCH"]]]],
+            ])
+            try await withGateway(json) { port in
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let client = try SigningClient(signer: Signer(key: key), rateLimit: RateLimitPolicy(types: [.signcorePoW]))
+                for _ in 0..<4 {
+                    let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/search"), client: client, timeout: .seconds(20))
+                    #expect(response.status == .ok)
+                }
+                // Two free, then one answer: its request and the next counted in the key's own bucket.
+                #expect(upstream.all.count == 4)
+                #expect(upstream.all.filter { $0.fields.contains { $0.hasPrefix("x-captcha-type:") } }.count == 1)
             }
         }
     }
