@@ -173,9 +173,11 @@ public struct RateLimitGate: Sendable {
     }
 
     /// Decides a request whose limits were counted (`count`), whose signature verified as
-    /// `identity` (nil: not verified), received at `origin` (§10.5, §10.6; read only when a limit
-    /// fired): through when no limit fired; else through an answer to the first fired limit that
-    /// offers, or a pass for each fired limit's bucket; else a 429 for the first limit still refusing.
+    /// `identity` (nil: not verified), from `address`, received at `origin` (§10.5, §10.6; read
+    /// only when a limit fired): through when no limit fired; else passes first (each fired limit
+    /// whose bucket a valid pass is for counts the request in its key's own bucket), then an
+    /// answer to the limit of its offer's bucket (counted among the client's answers); else a 429
+    /// for the first limit still refusing.
     /// With `reading` false (a request refused before its signature was checked, with nothing
     /// plausible to get past), neither answer nor pass is read: the 429 at once.
     public func decide(_ request: HTTPRequest, count: Count, identity: VerifiedIdentity?, address: String?, reading: Bool = true,
