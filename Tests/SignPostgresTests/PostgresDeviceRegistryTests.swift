@@ -71,7 +71,7 @@ import Testing
             for step in 0..<400 {
                 let counter: UInt64 = switch Int.random(in: 0..<5, using: &generator) {
                 case 0: highest + UInt64.random(in: 1...70, using: &generator) * (step % 50 == 0 ? 3 : 1)
-                case 1: highest > 130 ? highest - UInt64.random(in: 100...140, using: &generator) : 0
+                case 1: highest > 140 ? highest - UInt64.random(in: 100...140, using: &generator) : 0
                 case 2: highest - min(highest, UInt64.random(in: 0...5, using: &generator))
                 case 3: 0
                 default: highest - min(highest, UInt64.random(in: 0...127, using: &generator))
