@@ -116,20 +116,29 @@ extension Attestor {
     /// the request is then counted as one without.
     public func ratePass(in field: String, policy: BypassPolicy, bucket: String, origin: String, keyThumbprint: [UInt8],
                          now: UInt64) -> AttestationToken? {
-        guard field.utf8.count <= RatePass.maxFieldBytes else { return nil }
-        let members = field.split(separator: ",", omittingEmptySubsequences: false)
-        guard members.count <= RatePass.maxPasses else { return nil }
+        guard let members = RatePass.members(of: field) else { return nil }
         let digest = RateBucket.digest(origin: origin, bucket: bucket)
-        for member in members {
-            let text = member.trimmingSpaces
-            guard let pass = try? AttestationToken(parsing: text), pass.originDigest == digest, pass.keyThumbprint == keyThumbprint,
-                  pass.levels.meets(policy.passLevels), now.addingSaturated(skew) >= pass.issuedAt, now < pass.expiresAt.addingSaturated(skew),
-                  let key = keys.tokenKey(id: pass.serverKeyID),
-                  (try? key.verifyMessage(Array(pass.body), signature: Array(pass.signature), context: AttestationToken.signatureContext)) != nil
-            else { continue }
-            return pass
+        return members.lazy.compactMap { try? AttestationToken(parsing: $0) }.first { pass in
+            pass.originDigest == digest && pass.keyThumbprint == keyThumbprint && pass.levels.meets(policy.passLevels) && isGenuine(pass, now: now)
         }
-        return nil
+    }
+
+    /// Whether `offer` is this fleet's and unexpired (§10.5 steps 2-3, for §10.2's pre-check):
+    /// its tag verifies under the `oct` key it names, and `now` < its expiry + skew.
+    public func isGenuine(offer: Challenge, now: UInt64) -> Bool {
+        guard offer.kind == .rateBypass, now < offer.expiresAt.addingSaturated(skew), let key = keys.challengeKey(id: offer.serverKeyID) else {
+            return false
+        }
+        return (try? key.verifyMessage(Array(offer.body), signature: Array(offer.tag), context: Challenge.tagContext)) != nil
+    }
+
+    /// Whether `pass` is this fleet's and within its time (ATTEST.md §10.6): its `kid` names an
+    /// `OKP` or `EC` key of the server keys, its signature verifies, and issuedAt − skew ≤ `now` <
+    /// expiry + skew. Its scope, key and levels are the caller's to compare.
+    public func isGenuine(_ pass: AttestationToken, now: UInt64) -> Bool {
+        guard now.addingSaturated(skew) >= pass.issuedAt, now < pass.expiresAt.addingSaturated(skew),
+              let key = keys.tokenKey(id: pass.serverKeyID) else { return false }
+        return (try? key.verifyMessage(Array(pass.body), signature: Array(pass.signature), context: AttestationToken.signatureContext)) != nil
     }
 }
 
@@ -137,6 +146,15 @@ extension Attestor {
 public enum RatePass {
     public static let maxPasses = 4
     public static let maxFieldBytes = 4 * 1024 + 16
+
+    /// The members of a `signcore-rate-pass` field, spaces and tabs around each trimmed; nil for
+    /// a field over 4112 bytes or of more than 4 members, which is read as no pass at all.
+    public static func members(of field: String) -> [String]? {
+        guard field.utf8.count <= maxFieldBytes else { return nil }
+        let members = field.split(separator: ",", omittingEmptySubsequences: false)
+        guard members.count <= maxPasses else { return nil }
+        return members.map(\.trimmingSpaces)
+    }
 }
 
 extension BypassRejection {

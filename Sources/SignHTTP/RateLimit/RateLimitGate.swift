@@ -132,32 +132,21 @@ public struct RateLimitGate: Sendable {
         let now = clock()
         let fired = count.results.filter { !$0.outcome.allowed && $0.limit.bypass != nil }
         let buckets = Set(fired.map { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) })
-        if let siteKey = request.headerFields[names.siteKey], let offer = try? Challenge(parsing: siteKey), offer.kind == .rateBypass,
-           buckets.contains(offer.originDigest), now < Self.plus(offer.expiresAt, attestor.skew),
-           let key = attestor.keys.challengeKey(id: offer.serverKeyID),
-           (try? key.verifyMessage(Array(offer.body), signature: Array(offer.tag), context: Challenge.tagContext)) != nil {
+        if let siteKey = request.headerFields[names.siteKey], let offer = try? Challenge(parsing: siteKey), buckets.contains(offer.originDigest),
+           attestor.isGenuine(offer: offer, now: now) {
             let attempts = Self.attempts(address: address)
             return fired.contains { RateBucket.digest(origin: origin, bucket: $0.limit.bucket) == offer.originDigest && limiter.peek($0.limit, client: attempts).allowed }
         }
-        guard let field = request.headerFields[Self.passField], field.utf8.count <= RatePass.maxFieldBytes else { return false }
-        let members = field.split(separator: ",", omittingEmptySubsequences: false)
-        guard members.count <= RatePass.maxPasses else { return false }
+        guard let field = request.headerFields[Self.passField], let members = RatePass.members(of: field) else { return false }
         return members.contains { member in
-            let text = String(member.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-            guard let pass = try? AttestationToken(parsing: text), buckets.contains(pass.originDigest),
-                  Self.plus(now, attestor.skew) >= pass.issuedAt, now < Self.plus(pass.expiresAt, attestor.skew),
-                  let key = attestor.keys.tokenKey(id: pass.serverKeyID)
-            else { return false }
-            return (try? key.verifyMessage(Array(pass.body), signature: Array(pass.signature), context: AttestationToken.signatureContext)) != nil
+            guard let pass = try? AttestationToken(parsing: member), buckets.contains(pass.originDigest) else { return false }
+            return attestor.isGenuine(pass, now: now)
         }
     }
 
     /// The bucket a client's answers are counted in under a limit (§10.5): by its address, as
     /// `a:` keys it, in a namespace of its own.
     static func attempts(address: String?) -> String { "b:" + client(key: .address, identity: nil, address: address) }
-
-    /// `a + b`, or the largest time when that does not fit.
-    static func plus(_ a: UInt64, _ b: UInt64) -> UInt64 { a.addingReportingOverflow(b).overflow ? .max : a + b }
 
     /// Whether `request` carries an answer: any of its three fields.
     func carriesAnswer(_ request: HTTPRequest) -> Bool {
