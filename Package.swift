@@ -44,6 +44,13 @@ var core: [Target] = [
     // HTTP at both ends on swift-http-types: requests in and out, refusals as responses.
     .target(name: "SignHTTP", dependencies: ["SignCore", "SignAttest", .product(name: "HTTPTypes", package: "swift-http-types"),
                                              .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")]),
+    // RFC 9421 HTTP Message Signatures and RFC 9530 Content-Digest on SignCore's keys, replay
+    // guard and errors (docs/HTTPSIG.md): a `RequestVerifier` beside the wtoken's.
+    .target(name: "SignHTTPSignatures", dependencies: ["SignCore", "SignHTTP", .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                       .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")]),
+    .testTarget(name: "SignHTTPSignaturesTests", dependencies: ["SignHTTPSignatures", "SignHTTP", "SignCore",
+                                                                .product(name: "HTTPTypes", package: "swift-http-types")],
+                exclude: ["Fixtures"]),
     // Challenges, proof of work and attestation tokens (docs/ATTEST.md): wire formats and checks on
     // SignCore alone, stores behind protocols; no server package.
     .target(name: "SignAttest", dependencies: ["SignCore"]),
@@ -138,7 +145,7 @@ let servers: [Target] = [
                                                     .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             path: "Tests/SignTestSupport"),
     .testTarget(name: "SignHummingbirdTests", dependencies: [
-        "SignCore", "SignAttest", "SignHTTP", "SignHummingbird", "SignTestSupport", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
+        "SignCore", "SignAttest", "SignHTTP", "SignHTTPSignatures", "SignHummingbird", "SignTestSupport", hummingbird, .product(name: "HummingbirdTesting", package: "hummingbird"), httpTypes,
         logging, metrics, .product(name: "InMemoryLogging", package: "swift-log"), .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "NIOCore", package: "swift-nio"),
     ]),
@@ -168,6 +175,7 @@ var products: [Product] = [
     .library(name: "SignCore", targets: ["SignCore"]),
     .library(name: "SignHTTP", targets: ["SignHTTP"]),
     .library(name: "SignAttest", targets: ["SignAttest"]),
+    .library(name: "SignHTTPSignatures", targets: ["SignHTTPSignatures"]),
     .executable(name: "signtool", targets: ["signtool"]),
 ] + (onLinux ? [.executable(name: "bench", targets: ["bench"])] : [])
 var dependencies: [Package.Dependency] = [

@@ -40,6 +40,19 @@ public protocol RequestVerifier: Sendable {
     /// Whether the key that proved `identity` came from the registry of device keys, not the
     /// verifier's own key set: its requests carry a counter (docs/ATTEST.md §9.5). Default: no.
     func isDeviceKey(_ identity: VerifiedIdentity) -> Bool
+
+    /// The verifier as a route's requirements configure it (the formats it reads, a format's
+    /// own policy), asked once per request before anything is read. Default: itself.
+    func configured(for route: RouteRequirements) -> Self
+
+    /// The digest of `request`'s body, to be fed as it arrives, up to `limit` bytes (a format
+    /// whose digest depends on the request, such as RFC 9530's algorithms, reads them here).
+    /// Default: `Digest(limit:)`.
+    func bodyDigest(for request: HTTPRequest, limit: UInt64) throws(SignCoreError) -> Digest
+
+    /// Header fields a refusal by this verifier carries besides SPEC §7.1's (an RFC 9421 401's
+    /// `Accept-Signature`). Default: none.
+    func refusalFields(for error: SignCoreError, request: HTTPRequest) -> HTTPFields
 }
 
 extension RequestVerifier {
@@ -49,6 +62,19 @@ extension RequestVerifier {
     }
 
     public func isDeviceKey(_ identity: VerifiedIdentity) -> Bool { false }
+
+    public func configured(for route: RouteRequirements) -> Self { self }
+
+    public func bodyDigest(for request: HTTPRequest, limit: UInt64) throws(SignCoreError) -> Digest { Digest(limit: limit) }
+
+    public func refusalFields(for error: SignCoreError, request: HTTPRequest) -> HTTPFields { HTTPFields() }
+
+    /// The digest of a whole body, as `bodyDigest` computes it.
+    public func digest(ofBody body: UnsafeRawBufferPointer, for request: HTTPRequest) throws(SignCoreError) -> Digest.Value {
+        var digest = try bodyDigest(for: request, limit: .max)
+        try digest.append(body)
+        return digest.finalize()
+    }
 }
 
 /// A replay record left for later (`RequestVerifier.verifyDeferringRecord`).
@@ -78,15 +104,12 @@ public protocol BodyDigest: Sendable {
     /// Refuses (`bodyTooLarge`) bytes past the limit.
     mutating func append(_ chunk: UnsafeRawBufferPointer) throws(SignCoreError)
     consuming func finalize() -> Value
-    /// The digest of a whole body.
-    static func digest(of body: UnsafeRawBufferPointer) -> Value
     /// The error for a body whose digest is not the one claimed.
-    static var mismatch: SignCoreError { get }
+    var mismatch: SignCoreError { get }
 }
 
 extension WHash.BodyHasher: BodyDigest {
-    public static func digest(of body: UnsafeRawBufferPointer) -> SHA256Digest { WHash.ofBody(body) }
-    public static var mismatch: SignCoreError { SignCoreError(.whashMismatch, "the whash header does not match the request content") }
+    public var mismatch: SignCoreError { SignCoreError(.whashMismatch, "the whash header does not match the request content") }
 }
 
 /// SignCore's wtoken (SPEC §5) as a `RequestVerifier`: the whash and wtoken in the fields `names`

@@ -6,7 +6,7 @@ import SignHTTP
 /// §3.3, §5 step 6; `RequestVerifier.Digest`): chunks pass through as they arrive, digested on
 /// the way, but the latest chunk is held back until the next one arrives, and the last is
 /// released only when the whole body's digest matches. Otherwise iteration throws the digest's
-/// mismatch (`whashMismatch`), or `bodyTooLarge` past `limit`, and whoever reads
+/// mismatch (`whashMismatch`, `contentDigestMismatch`), or `bodyTooLarge` past `limit`, and whoever reads
 /// the body never holds all of it. While `enforce` says false (a `monitor` route whose token did
 /// not verify) a mismatch is only reported and the body completes; once a token verified, its
 /// body is held to it on every route, so no verified identity travels with a body it did not sign.
@@ -15,21 +15,22 @@ struct DigestCheckedBody<Base: AsyncSequence & Sendable, Digest: BodyDigest>: As
 
     let base: Base
     let expected: Digest.Value
-    let limit: Int64
+    /// The digest, fresh, with the body's limit (`RequestVerifier.bodyDigest`).
+    let digest: Digest
     let enforce: @Sendable () -> Bool
     let onMismatch: @Sendable (SignCoreError) -> Void
 
-    init(_ base: Base, expected: Digest.Value, limit: Int64, enforce: @escaping @Sendable () -> Bool,
+    init(_ base: Base, expected: Digest.Value, digest: Digest, enforce: @escaping @Sendable () -> Bool,
          onMismatch: @escaping @Sendable (SignCoreError) -> Void) {
         self.base = base
         self.expected = expected
-        self.limit = limit
+        self.digest = digest
         self.enforce = enforce
         self.onMismatch = onMismatch
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), body: self, hasher: Digest(limit: UInt64(Swift.max(0, limit))))
+        AsyncIterator(base: base.makeAsyncIterator(), body: self, hasher: digest)
     }
 
     struct AsyncIterator: AsyncIteratorProtocol {
@@ -67,8 +68,9 @@ struct DigestCheckedBody<Base: AsyncSequence & Sendable, Digest: BodyDigest>: As
                 if let previous { return previous }
             }
             finished = true
+            let mismatch = hasher.mismatch
             if !overLimit, hasher.finalize() != body.expected {
-                let error = Digest.mismatch
+                let error = mismatch
                 body.onMismatch(error)
                 if body.enforce() { throw error }
             }

@@ -101,18 +101,20 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         if requirement == .off {
             return try await limited(request, limits: limits, count: count, address: address, context: context, route: route, next: next)
         }
+        // The verifier as this route configures it (the formats it reads, their policies).
+        let verifier = self.verifier.configured(for: decision.requirements)
         var request = request
         let started = ContinuousClock.now
         var record = DeferredRecord.none
         // The nonce waits for the token, which may still refuse without writing (a 428 writes nothing).
         let deferred = attested.mode != .off
         do {
-            try checkConnectionField(of: request)
+            try checkConnectionField(of: request, verifier: verifier)
             // A path read under several rules gets no rule's own body handling (its requirements have none).
             let body = isEndpoint ? .buffered(limit: Int64(AttestRequest.maxBytes)) : decision.requirements.body ?? self.body
             let tokenVerified: VerifiedFlag? = if case .streamed = body { VerifiedFlag() } else { nil }
-            let (bodyDigest, streamed) = try await prepareBody(of: &request, body: body, context: context, requirement: requirement,
-                                                              route: route, verified: tokenVerified)
+            let (bodyDigest, streamed) = try await prepareBody(of: &request, verifier: verifier, body: body, context: context,
+                                                              requirement: requirement, route: route, verified: tokenVerified)
             let verified: VerifiedIdentity
             if deferred {
                 (verified, record) = try await verifier.verifyDeferringRecord(request.head, bodyDigest: bodyDigest, origin: origin)
@@ -142,7 +144,9 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             context.signCore.verdict = .failed(error.code)
             // A body over the limit is refused even under monitor: part of it is read and gone. A
             // route that requires attestation needs the signature its token is bound to.
-            if requirement == .require || error.code == .bodyTooLarge || attested.mode == .require { return Self.response(for: error) }
+            if requirement == .require || error.code == .bodyTooLarge || attested.mode == .require {
+                return Self.response(for: error, adding: verifier.refusalFields(for: error, request: request.head))
+            }
         }
         // The token (docs/ATTEST.md §5.5), which writes nothing.
         if let attestation, let identity = context.signCore.identity, attested.mode != .off,
@@ -157,7 +161,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
                 context.signCore.identity = nil
                 context.signCore[Attested.self] = nil
                 context.signCore.verdict = .failed(error.code)
-                if requirement == .require || attested.mode == .require { return Self.response(for: error) }
+                if requirement == .require || attested.mode == .require { return Self.response(for: error, adding: verifier.refusalFields(for: error, request: request.head)) }
             }
         }
         // The limits by key or account, then an answer or passes (docs/ATTEST.md §10.7); then the
@@ -213,7 +217,7 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     /// covers (or the verifier requires, or the whash and wtoken) never may be: the request
     /// forwarded would not be the one signed. Refused before the token is verified, so its nonce
     /// is not spent on a request that cannot go on.
-    private func checkConnectionField(of request: Request) throws(SignCoreError) {
+    private func checkConnectionField(of request: Request, verifier: Verification) throws(SignCoreError) {
         let connection = request.headers[values: .connection]
         guard !connection.isEmpty else { return }
         let listed = Set(connection.flatMap { $0.split(separator: ",") }.map { option in
@@ -228,8 +232,9 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
     /// verifier checks: of the collected body (digested in place, not copied) or, for a streamed
     /// body-class request, the one the request claims (its whash header), which the wrapped body
     /// then checks (`streamed` true: the body is still to arrive).
-    private func prepareBody(of request: inout Request, body: BodyHandling, context: Context, requirement: SignatureRequirement,
-                             route: String, verified: VerifiedFlag?) async throws(SignCoreError) -> (digest: Verification.Digest.Value, streamed: Bool) {
+    private func prepareBody(of request: inout Request, verifier: Verification, body: BodyHandling, context: Context,
+                             requirement: SignatureRequirement, route: String, verified: VerifiedFlag?)
+        async throws(SignCoreError) -> (digest: Verification.Digest.Value, streamed: Bool) {
         let method = try RequestMethod(token: request.method.rawValue)
         // What the request announces decides before a byte of its body is read (SPEC §5 step 2):
         // a GET, HEAD, OPTIONS or DELETE with a body, or a body larger than the limit, is refused
@@ -249,7 +254,8 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
             let claimed = try verifier.claimedDigest(of: request.head)
             let audit = self.audit
             let logger = context.logger
-            let checked = DigestCheckedBody<RequestBody, Verification.Digest>(request.body, expected: claimed, limit: limit,
+            let digest = try verifier.bodyDigest(for: request.head, limit: UInt64(max(0, limit)))
+            let checked = DigestCheckedBody<RequestBody, Verification.Digest>(request.body, expected: claimed, digest: digest,
                                            enforce: { requirement == .require || verified?.isSet == true }) { error in
                 audit.refused(error, requirement: requirement, route: route, logger: logger, elapsed: nil)
             }
@@ -258,12 +264,23 @@ public struct SignatureMiddleware<Context: SignatureRequestContext, Verification
         case .streamed(let limit), .buffered(let limit):
             let collected = try await request.body.collectStoppingPastLimit(limit)
             request.body = RequestBody(buffer: collected)
-            return (collected.withUnsafeReadableBytes { Verification.Digest.digest(of: $0) }, false)
+            let head = request.head
+            let digest: Result<Verification.Digest.Value, SignCoreError> = collected.withUnsafeReadableBytes { bytes in
+                Result { () throws(SignCoreError) in try verifier.digest(ofBody: bytes, for: head) }
+            }
+            return (try digest.get(), false)
         }
     }
 
     /// The refusal as a Hummingbird response (status, fields and problem document of SPEC §7.1).
     public static func response(for error: SignCoreError) -> Response { Response(Refusal(error, serverTime: SystemClock.seconds())) }
+
+    /// The refusal with a verifier's own fields (`RequestVerifier.refusalFields`).
+    static func response(for error: SignCoreError, adding fields: HTTPFields) -> Response {
+        var response = response(for: error)
+        for field in fields where response.headers[field.name] == nil { response.headers.append(field) }
+        return response
+    }
 }
 
 extension SignatureMiddleware where Verification == WTokenRequestVerifier {

@@ -29,8 +29,7 @@ import Testing
             try hasher.append(chunk)
         }
         consuming func finalize() -> SHA256Digest { hasher.finalize() }
-        static func digest(of body: UnsafeRawBufferPointer) -> SHA256Digest { WHash.ofBody(body) }
-        static var mismatch: SignCoreError { SignCoreError(.whashMismatch, "the body is not the one proven") }
+        var mismatch: SignCoreError { SignCoreError(.whashMismatch, "the body is not the one proven") }
     }
 
     /// The proof: an Ed25519 message signature (SPEC §10) over the method, the path and the
@@ -100,7 +99,7 @@ import Testing
         router.get("/open/info") { _, context -> String in context.signCore[DeviceName.self] ?? "anonymous" }
 
         let body = Array("{\"level\":3}".utf8)
-        let digest = body.withUnsafeBytes { PrefixedDigest.digest(of: $0) }
+        let digest = WHash.ofBody(body)
         let proof = Base64URL.encode(try Self.key.signMessage(ProofVerifier.message("POST", "/secret/report", digest), context: "test-proof/1"))
         try await Application(router: router).test(.live) { client in
             let proven = try await client.execute(uri: "/secret/report", method: .post, headers: [Self.proofField: proof],

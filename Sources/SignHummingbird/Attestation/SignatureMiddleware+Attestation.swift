@@ -60,8 +60,12 @@ extension SignatureMiddleware {
                 (head, bytes) = await gate.verifyAssertion(request.head, body: Array(buffer: body), origin: origin)
             case .registration:
                 let body = try await request.body.collectStoppingPastLimit(Int64(DeviceRegistration.maxBytes))
-                let digest = body.withUnsafeReadableBytes { Verification.Digest.digest(of: $0) }
-                let verifier = self.verifier, signedFor = self.origin
+                let requestHead = request.head, verifier = self.verifier
+                let digested: Result<Verification.Digest.Value, SignCoreError> = body.withUnsafeReadableBytes { bytes in
+                    Result { () throws(SignCoreError) in try verifier.digest(ofBody: bytes, for: requestHead) }
+                }
+                let digest = try digested.get()
+                let signedFor = self.origin
                 (head, bytes) = await gate.register(request.head, body: Array(buffer: body), origin: origin) { key async throws(SignCoreError) in
                     try await verifier.verify(request.head, bodyDigest: digest, origin: signedFor, offeredKey: key)
                 }

@@ -1,0 +1,88 @@
+import HTTPTypes
+import SignCore
+import SignHTTP
+
+extension SignatureAlgorithm {
+    /// The algorithm's name in RFC 9421's registry (§6.2).
+    public var httpSignatureName: String {
+        switch self {
+        case .hmacSHA256: "hmac-sha256"
+        case .ed25519: "ed25519"
+        case .p256: "ecdsa-p256-sha256"
+        }
+    }
+
+    /// The algorithm named `name` in RFC 9421's registry; nil for one this profile does not
+    /// implement (`rsa-pss-sha512`, `rsa-v1_5-sha256`, `ecdsa-p384-sha384`) or no name at all.
+    public init?(httpSignatureName name: String) {
+        guard let algorithm = Self.allCases.first(where: { $0.httpSignatureName == name }) else { return nil }
+        self = algorithm
+    }
+}
+
+/// Signs requests (and responses) with RFC 9421 signatures (docs/HTTPSIG.md §3): the key's
+/// algorithm, `created`, a fresh `nonce`, `keyid`, `alg` and the tag; `Content-Digest` for content.
+public struct MessageSigner: Sendable {
+    public let key: SigningKey
+    /// The components covered; `content-digest` is added when the request has content.
+    public var components: [ComponentIdentifier]
+    public var label: String
+    public var tag: String?
+    /// The key id written (`keyid`): the key's id unless set (Web Bot Auth: its thumbprint).
+    public var keyID: String
+    /// Seconds until `expires`; nil for none.
+    public var lifetime: Int64?
+    /// The `Content-Digest` algorithms computed for content.
+    public var digestAlgorithms: [ContentDigest.Algorithm]
+    /// Whether a fresh `nonce` is sent (a verifier refuses signatures without one by default).
+    public var nonce = true
+    public var clock: @Sendable () -> Int64
+
+    public init(key: SigningKey, components: [ComponentIdentifier] = [.method, .targetURI], label: String = "sig1", tag: String? = nil,
+                keyID: String? = nil, lifetime: Int64? = nil, digestAlgorithms: [ContentDigest.Algorithm] = [.sha256],
+                clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
+        self.key = key
+        self.components = components
+        self.label = label
+        self.tag = tag
+        self.keyID = keyID ?? key.id
+        self.lifetime = lifetime
+        self.digestAlgorithms = digestAlgorithms
+        self.clock = clock
+    }
+
+    /// Signs `request` (its scheme, authority and path set) with `body` as its content: adds
+    /// `Content-Digest` (when there is content, or the method carries content), then a
+    /// `Signature-Input` and `Signature` member under `label` beside any already there.
+    public func sign(_ request: inout HTTPRequest, body: [UInt8] = []) async throws(SignCoreError) {
+        var components = self.components
+        let method = try RequestMethod(token: request.method.rawValue)
+        if !body.isEmpty || method.contentClass == .body {
+            request.headerFields[ContentDigest.field] = ContentDigest.of(body, algorithms: digestAlgorithms).fieldValue
+            if !components.contains(.contentDigest) { components.append(.contentDigest) }
+        }
+        let message = MessageComponents(request: try MessageComponents.RequestParts(signing: request))
+        let (input, signature) = try await fields(components, message: message)
+        request.headerFields.append(HTTPField(name: SignatureFields.signatureInput, value: input))
+        request.headerFields.append(HTTPField(name: SignatureFields.signature, value: signature))
+    }
+
+    /// Signs a response to `request` (whose components `req` reads), adding its two fields to `fields`.
+    public func signResponse(status: Int, fields: inout HTTPFields, request: MessageComponents.RequestParts? = nil) async throws(SignCoreError) {
+        let message = MessageComponents(status: status, fields: fields, request: request)
+        let (input, signature) = try await self.fields(components, message: message)
+        fields.append(HTTPField(name: SignatureFields.signatureInput, value: input))
+        fields.append(HTTPField(name: SignatureFields.signature, value: signature))
+    }
+
+    /// The two field values for `components` over `message`.
+    func fields(_ components: [ComponentIdentifier], message: MessageComponents) async throws(SignCoreError) -> (String, String) {
+        let created = clock()
+        let parameters = SignatureParameters(components: components, created: created, expires: lifetime.map { created + $0 },
+                                             nonce: nonce ? Nonce.random().description : nil, algorithm: key.algorithm.httpSignatureName,
+                                             keyID: keyID, tag: tag)
+        let base = try SignatureBase.make(parameters, message: message)
+        let signature = try await key.signSignatureBaseAsync(base)
+        return try SignatureFields.serialize(label: label, parameters: parameters, signature: signature)
+    }
+}
