@@ -16,6 +16,10 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
     public let request: Bool
     /// `name`: the query parameter of `@query-param` (§2.2.8).
     public let parameterName: String?
+    /// The parameters' written order, as `Signature-Input` had them: the base repeats it
+    /// (docs/HTTPSIG.md §2.2). Not part of equality: the same parameters in another order name
+    /// the same component.
+    private var order: [String] = ["name", "sf", "key", "bs", "req"]
 
     /// The derived components of RFC 9421 §2.2 this profile reads (`@signature-params` is never covered).
     public static let derived: Set<String> = [
@@ -53,7 +57,9 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
         guard case .string(let name) = item.rfc9651BareItem else { throw Self.invalid("a covered component that is not a string") }
         var structured = false, byteSequence = false, request = false
         var key: String?, parameterName: String?
+        var order: [String] = []
         for (parameter, value) in item.rfc9651Parameters {
+            order.append(parameter)
             switch (parameter, value) {
             case ("sf", .bool(true)): structured = true
             case ("bs", .bool(true)): byteSequence = true
@@ -64,17 +70,34 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
             }
         }
         try self.init(name, structured: structured, key: key, byteSequence: byteSequence, request: request, parameterName: parameterName)
+        self.order = order
     }
 
-    /// The identifier as a structured item, its parameters in RFC 9421's order of mention.
+    /// The identifier as a structured item, its parameters in their written order (for a new
+    /// one: `name`, `sf`, `key`, `bs`, `req`).
     var item: Item {
         var parameters = OrderedMap<String, RFC9651BareItem>()
-        if let parameterName { parameters["name"] = .string(parameterName) }
-        if structured { parameters["sf"] = .bool(true) }
-        if let key { parameters["key"] = .string(key) }
-        if byteSequence { parameters["bs"] = .bool(true) }
-        if request { parameters["req"] = .bool(true) }
+        for parameter in order {
+            switch parameter {
+            case "name": if let parameterName { parameters["name"] = .string(parameterName) }
+            case "sf": if structured { parameters["sf"] = .bool(true) }
+            case "key": if let key { parameters["key"] = .string(key) }
+            case "bs": if byteSequence { parameters["bs"] = .bool(true) }
+            default: if request { parameters["req"] = .bool(true) }
+            }
+        }
         return Item(bareItem: RFC9651BareItem.string(name), parameters: parameters)
+    }
+
+    public static func == (a: ComponentIdentifier, b: ComponentIdentifier) -> Bool {
+        (a.name, a.structured, a.key, a.byteSequence, a.request, a.parameterName) == (b.name, b.structured, b.key, b.byteSequence, b.request, b.parameterName)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(key)
+        hasher.combine(parameterName)
+        hasher.combine([structured, byteSequence, request])
     }
 
     /// `"name";param…` as the signature base and `Signature-Input` write it.

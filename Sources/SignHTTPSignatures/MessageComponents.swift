@@ -64,7 +64,7 @@ public struct MessageComponents: Sendable {
         var normalizedAuthority: String {
             let lower = authority.lowercased()
             let defaultPort = scheme == "https" ? ":443" : scheme == "http" ? ":80" : nil
-            if let defaultPort, lower.hasSuffix(defaultPort), !lower.hasSuffix("]") { return String(lower.dropLast(defaultPort.count)) }
+            if let defaultPort, lower.hasSuffix(defaultPort) { return String(lower.dropLast(defaultPort.count)) }
             return lower
         }
     }

@@ -75,7 +75,13 @@ public struct MessageSignatureVerifier: RequestVerifier {
         guard let signature = entry.signature else {
             throw SignCoreError(.signatureFieldsMalformed, "the Signature field has no byte sequence for the label verified")
         }
-        // 3. The key, and the algorithm always the key's.
+        // 3. The algorithm named (one this profile implements), the key, and the algorithm always the key's.
+        let named = try parameters.algorithm.map { (name) throws(SignCoreError) in
+            guard let algorithm = SignatureAlgorithm(httpSignatureName: name) else {
+                throw SignCoreError(.signatureAlgorithmUnsupported, "alg names an algorithm this server does not implement")
+            }
+            return algorithm
+        }
         guard let keyID = parameters.keyID else { throw SignCoreError(.unknownKey, "the signature names no keyid") }
         guard let key = verifier.keys.key(id: keyID) else {
             // SPEC §7.1: a key id goes into the problem only when it is one SignCore could hold.
@@ -84,12 +90,7 @@ public struct MessageSignatureVerifier: RequestVerifier {
             }
             throw SignCoreError(.unknownKey, "no key has the signature's keyid", keyID: plain ? keyID : nil)
         }
-        if let named = parameters.algorithm {
-            guard let algorithm = SignatureAlgorithm(httpSignatureName: named) else {
-                throw SignCoreError(.signatureAlgorithmUnsupported, "alg names an algorithm this server does not implement")
-            }
-            guard algorithm == key.algorithm else { throw SignCoreError(.algorithmMismatch, "alg is not the key's algorithm") }
-        }
+        if let named, named != key.algorithm { throw SignCoreError(.algorithmMismatch, "alg is not the key's algorithm") }
         // 4. What the signature covers.
         try checkCoverage(parameters.components, request: request, hadContent: bodyDigest.hadContent)
         // 5. Its time and nonce.
