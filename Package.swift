@@ -125,7 +125,7 @@ let servers: [Target] = [
                                                         .product(name: "Crypto", package: "swift-crypto")],
                 resources: [.copy("Fixtures")]),
     // The verifying reverse proxy.
-    .target(name: "SignGateway", dependencies: ["SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
+    .target(name: "SignGateway", dependencies: ["SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignHTTPSignatures", "SignHummingbird", "SignPostgres", hummingbird, httpTypes, logging,
                                                 .product(name: "X509", package: "swift-certificates"),
                                                 .product(name: "HummingbirdCore", package: "hummingbird"),
                                                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -161,7 +161,7 @@ let servers: [Target] = [
         .product(name: "NIOHTTP1", package: "swift-nio"),
     ]),
     .testTarget(name: "SignGatewayTests", dependencies: [
-        "SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
+        "SignCore", "SignAttest", "SignDevice", "SignHTTP", "SignHTTPSignatures", "SignGateway", "SignURLSession", "SignAsyncHTTPClient", "SignOpenAPI", "SignTestSupport",
         hummingbird, httpTypes, logging, .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

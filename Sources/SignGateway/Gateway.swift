@@ -8,6 +8,7 @@ import PostgresNIO
 import ServiceLifecycle
 import SignCore
 import SignHTTP
+import SignHTTPSignatures
 import SignHummingbird
 import SignAttest
 import SignPostgres
@@ -22,7 +23,7 @@ public final class Gateway: Service {
     let logger: Logger
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
-    let signature: SignatureMiddleware<GatewayRequestContext, WTokenRequestVerifier>
+    let signature: SignatureMiddleware<GatewayRequestContext, SignatureFormatsVerifier>
     let redemptions: PostgresRedemptionStore?
     /// The device registry on PostgreSQL, whose notifications signd listens to (nil in memory).
     let deviceRegistry: PostgresDeviceRegistry?
@@ -164,8 +165,8 @@ public final class Gateway: Service {
             }
             rateLimits = gate
         }
-        signature = SignatureMiddleware(verifier: verifier, origin: origin, policy: routes.policy, body: routes.defaultBody,
-                                        names: names, attestation: attestation, rateLimits: rateLimits, metricsFactory: metrics.factory)
+        signature = SignatureMiddleware(verifier: SignatureFormatsVerifier(verifier, names: names), origin: origin, policy: routes.policy,
+                                        body: routes.defaultBody, attestation: attestation, rateLimits: rateLimits, metricsFactory: metrics.factory)
     }
 
     /// Serves until a graceful shutdown: one Hummingbird application running signd's services

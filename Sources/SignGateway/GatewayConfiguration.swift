@@ -4,6 +4,7 @@ import SignAttest
 import SignDevice
 import X509
 import SignHTTP
+import SignHTTPSignatures
 
 /// signd's configuration: one JSON file (README "signd"). Every member but `upstream` and `keys`
 /// has a default; an unknown member is an error, so a misspelt setting is never silently ignored.
@@ -123,8 +124,34 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public struct Policy: Sendable, Decodable {
         /// `require`, `monitor` or `off` for requests no rule matches.
         public var fallback = SignatureRequirement.require
+        /// The proof formats of requests no rule matches (`wtoken`, `httpSignature`).
+        public var formats: [ProofFormat] = [.wtoken]
+        /// The RFC 9421 policy of routes that read `httpSignature` and set none (docs/HTTPSIG.md §5.1).
+        public var httpSignature = HTTPSignatureSettings()
         public var routes: [Route] = []
     }
+
+    /// A proof format a route reads (docs/HTTPSIG.md §5.4).
+    public enum ProofFormat: String, Sendable, CaseIterable, ConfigurationChoice {
+        case wtoken, httpSignature
+    }
+
+    /// An RFC 9421 policy (docs/HTTPSIG.md §5.1), as `HTTPSignaturePolicy` with its defaults.
+    public struct HTTPSignatureSettings: Sendable, Decodable {
+        public var coverage = HTTPSignatureCoverage.request
+        /// Component identifiers as written in `Signature-Input` (`"content-type"` or `content-type`).
+        public var requiredComponents: [String] = []
+        public var maxAge: Int64 = 300
+        public var skew: Int64 = 30
+        public var nonce = HTTPSignatureNonce.required
+        public var label: String?
+        public var tag: String?
+        /// `webBotAuth`: Web Bot Auth's settings (agent coverage, tag web-bot-auth, nonces optional, 60 s).
+        public var preset: String?
+    }
+
+    public enum HTTPSignatureCoverage: String, Sendable, CaseIterable, ConfigurationChoice { case request, agent }
+    public enum HTTPSignatureNonce: String, Sendable, CaseIterable, ConfigurationChoice { case required, optional }
 
     public struct Route: Sendable, Decodable {
         /// `"GET /api/**"`, `"/health"`...: see RoutePolicy.
@@ -139,6 +166,10 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var attestation: RouteAttestation?
         /// The buckets of `rateLimits.buckets` this route's requests count against.
         public var rateLimits: [String] = []
+        /// The proof formats this route reads; nil: `policy.formats`.
+        public var formats: [ProofFormat]?
+        /// This route's RFC 9421 policy; nil: `policy.httpSignature`.
+        public var httpSignature: HTTPSignatureSettings?
     }
 
     /// The rate limits (docs/ATTEST.md §10): named buckets that routes count against.
@@ -523,22 +554,61 @@ extension GatewayConfiguration.Postgres {
 
 extension GatewayConfiguration.Policy {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["fallback", "routes"])
-        try c.set(&fallback, "fallback"); try c.set(&routes, "routes")
+        let c = try decoder.members(["fallback", "formats", "httpSignature", "routes"])
+        try c.set(&fallback, "fallback"); try c.set(&formats, "formats"); try c.set(&httpSignature, "httpSignature"); try c.set(&routes, "routes")
     }
 }
 
 extension GatewayConfiguration.Route {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout", "attestation", "rateLimits"])
+        let c = try decoder.members(["route", "signature", "body", "upstreamTimeout", "attestation", "rateLimits", "formats", "httpSignature"])
         route = try c.required("route"); signature = try c.required("signature")
         try c.set(&rateLimits, "rateLimits")
+        formats = try c.decodeIfPresent([GatewayConfiguration.ProofFormat].self, forKey: AnyKey(stringValue: "formats"))
+        httpSignature = try c.decodeIfPresent(GatewayConfiguration.HTTPSignatureSettings.self, forKey: AnyKey(stringValue: "httpSignature"))
         attestation = try c.decodeIfPresent(GatewayConfiguration.RouteAttestation.self, forKey: AnyKey(stringValue: "attestation"))
         body = try c.decodeIfPresent(GatewayConfiguration.RouteBody.self, forKey: AnyKey(stringValue: "body"))
         upstreamTimeout = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "upstreamTimeout"))
         if let upstreamTimeout, upstreamTimeout < 1 {
             throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).upstreamTimeout is at least 1 second")
         }
+    }
+}
+
+extension GatewayConfiguration.HTTPSignatureSettings {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["coverage", "requiredComponents", "maxAge", "skew", "nonce", "label", "tag", "preset"])
+        try c.set(&preset, "preset")
+        if let preset {
+            guard preset == "webBotAuth" else {
+                throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).preset is webBotAuth")
+            }
+            let bot = HTTPSignaturePolicy.webBotAuth
+            (coverage, maxAge, nonce, tag) = (.agent, bot.maxAge, .optional, bot.tag)
+        }
+        try c.set(&coverage, "coverage"); try c.set(&requiredComponents, "requiredComponents"); try c.set(&maxAge, "maxAge")
+        try c.set(&skew, "skew"); try c.set(&nonce, "nonce"); try c.set(&label, "label"); try c.set(&tag, "tag")
+    }
+
+    /// The policy, its values checked: ages of 1-86400 s, a skew of 0-3600 s, a label that is a
+    /// structured-field key, components that parse (docs/HTTPSIG.md §2.2).
+    func policy(member: String) throws(SignCoreError) -> HTTPSignaturePolicy {
+        guard (1...86_400).contains(maxAge), (0...3600).contains(skew) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(member): maxAge is 1-86400 seconds and skew 0-3600")
+        }
+        if let label, !SignatureFields.isLabel(label) {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(member).label is a structured-field key (a-z, 0-9, _ - . *)")
+        }
+        var components: [ComponentIdentifier] = []
+        for written in requiredComponents {
+            do {
+                components.append(try ComponentIdentifier(written: written))
+            } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: \(member).requiredComponents: \(written) is no component identifier")
+            }
+        }
+        return HTTPSignaturePolicy(coverage: coverage == .request ? .request : .agent, requiredComponents: components, maxAge: maxAge,
+                                   skew: skew, nonce: nonce == .required ? .required : .optional, label: label, tag: tag)
     }
 }
 

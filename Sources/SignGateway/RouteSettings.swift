@@ -3,6 +3,7 @@ import NIOCore
 import SignAttest
 import SignCore
 import SignHTTP
+import SignHTTPSignatures
 @_spi(SignCoreTools) import SignHummingbird
 
 /// How long the upstream may take on a route, in seconds: a requirement of signd's own on the
@@ -72,14 +73,28 @@ struct GatewayRoutes: Sendable {
                 }
                 requirements[RouteAttestation.self] = AttestationRequirement(mode: setting.mode == .require ? .require : .monitor, levels: levels)
             }
+            requirements[RouteSignatureFormat.self] = try Self.formats(route.formats ?? configuration.policy.formats,
+                                                                     route.httpSignature ?? configuration.policy.httpSignature,
+                                                                     member: "policy.routes[\(index)]")
             rules.append(try RoutePolicy.Rule(route.route, requirements))
         }
         var fallback = RouteRequirements(signature: configuration.policy.fallback)
+        fallback[RouteSignatureFormat.self] = try Self.formats(configuration.policy.formats, configuration.policy.httpSignature, member: "policy")
         fallback[UpstreamTimeout.self] = configuration.upstreamTimeout
         policy = RoutePolicy(rules, fallback: fallback)
         rateLimits = counted
         defaultBody = Self.handling(configuration.body)
         defaultUpstreamTimeout = .seconds(configuration.upstreamTimeout)
+    }
+
+    /// The formats a route reads and its RFC 9421 policy (docs/HTTPSIG.md §5.4).
+    static func formats(_ formats: [GatewayConfiguration.ProofFormat], _ settings: GatewayConfiguration.HTTPSignatureSettings,
+                        member: String) throws(SignCoreError) -> SignatureFormatRequirement {
+        guard !formats.isEmpty, Set(formats).count == formats.count else {
+            throw SignCoreError(.invalidConfiguration, "configuration: \(member).formats names wtoken, httpSignature or both, once each")
+        }
+        let read: SignatureFormats = formats.reduce([]) { $0.union($1 == .wtoken ? .wtoken : .httpSignature) }
+        return SignatureFormatRequirement(formats: read, policy: try settings.policy(member: member + ".httpSignature"))
     }
 
     static func handling(_ body: GatewayConfiguration.Body) -> BodyHandling {

@@ -73,6 +73,15 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
         self.order = order
     }
 
+    /// A component as a configuration writes it: as in `Signature-Input` (`"content-type"`,
+    /// `"@query-param";name="id"`), or a bare field or derived name (`content-type`).
+    public init(written: String) throws(SignCoreError) {
+        let text = written.first == "\"" ? written : "\"" + written + "\""
+        var parser = StructuredFieldValueParser(Array(text.utf8))
+        guard let item = try? parser.parseItemFieldValue() else { throw Self.invalid("a component that does not parse") }
+        try self.init(item: item)
+    }
+
     /// The identifier as a structured item, its parameters in their written order (for a new
     /// one: `name`, `sf`, `key`, `bs`, `req`).
     var item: Item {
