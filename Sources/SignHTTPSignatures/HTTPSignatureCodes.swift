@@ -30,10 +30,16 @@ extension SignCoreError.Code {
     /// algorithm is one no RFC 9421 name exists for.
     public static let signatureAlgorithmUnsupported = Self(149, "signatureAlgorithmUnsupported", advice: .fixConfiguration, status: 401)
 
+    /// The `Signature-Agent` of a signature whose key the server does not hold is not an https
+    /// origin whose key directory this server fetches (docs/HTTPSIG.md §7.3): nothing was fetched.
+    public static let signatureAgentRefused = Self(150, "signatureAgentRefused", advice: .fixConfiguration, status: 401)
+    /// The agent's key directory could not be fetched or proves no key (now, or within the last minute).
+    public static let keyDirectoryUnavailable = Self(151, "keyDirectoryUnavailable", advice: .retryLater, status: 503)
+
     /// The codes of docs/HTTPSIG.md §6, in number order.
     public static let httpSignatureCodes: [Self] = [
         .signatureFieldsMalformed, .signatureNotFound, .componentMissing, .componentInvalid, .signatureNonceMissing,
         .contentDigestMismatch, .contentDigestUnsupported, .signatureFormatsMixed, .signatureCreatedMissing,
-        .signatureAlgorithmUnsupported,
+        .signatureAlgorithmUnsupported, .signatureAgentRefused, .keyDirectoryUnavailable,
     ]
 }

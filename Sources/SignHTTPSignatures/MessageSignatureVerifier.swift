@@ -9,10 +9,14 @@ public struct MessageSignatureVerifier: RequestVerifier {
     public typealias Digest = ContentDigest.Hasher
     public let verifier: Verifier
     public var policy: HTTPSignaturePolicy
+    /// The key directories of allowed agents, for routes of agent coverage whose signatures name
+    /// a key the key set does not hold (docs/HTTPSIG.md §7.3); nil: none is fetched.
+    public let directories: KeyDirectories?
 
-    public init(_ verifier: Verifier, policy: HTTPSignaturePolicy = HTTPSignaturePolicy()) {
+    public init(_ verifier: Verifier, policy: HTTPSignaturePolicy = HTTPSignaturePolicy(), directories: KeyDirectories? = nil) {
         self.verifier = verifier
         self.policy = policy
+        self.directories = directories
     }
 
     public var allowsUnsignedBody: Bool { false }
@@ -56,7 +60,8 @@ public struct MessageSignatureVerifier: RequestVerifier {
     nonisolated(nonsending) public func verifyDeferringRecord(_ request: HTTPRequest, bodyDigest: ContentDigest, origin: ServerOrigin)
         async throws(SignCoreError) -> (identity: VerifiedIdentity, record: DeferredRecord) {
         let now = verifier.clock()
-        let checked = try check(request, bodyDigest: bodyDigest, origin: origin, now: now)
+        let agentKey = try await self.agentKey(of: request)
+        let checked = try check(request, bodyDigest: bodyDigest, origin: origin, now: now, agentKey: agentKey)
         guard let nonce = checked.nonce else { return (checked.identity, .none) }
         let replayGuard = verifier.replayGuard, keyID = checked.identity.keyID, until = checked.rememberUntil
         return (checked.identity, DeferredRecord { () async throws(SignCoreError) in
@@ -66,8 +71,8 @@ public struct MessageSignatureVerifier: RequestVerifier {
 
     /// The checks of docs/HTTPSIG.md §5.2, in order, all but the replay record: the identity, the
     /// nonce as the replay guard keys it, and until when it must be remembered.
-    func check(_ request: HTTPRequest, bodyDigest: ContentDigest, origin: ServerOrigin, now: Int64) throws(SignCoreError)
-        -> (identity: VerifiedIdentity, nonce: Nonce?, rememberUntil: Int64) {
+    func check(_ request: HTTPRequest, bodyDigest: ContentDigest, origin: ServerOrigin, now: Int64, agentKey: SigningKey? = nil)
+        throws(SignCoreError) -> (identity: VerifiedIdentity, nonce: Nonce?, rememberUntil: Int64) {
         // 1-2. The fields, and the one signature this route reads.
         let fields = try SignatureFields(request.headerFields)
         guard let entry = selected(fields) else { throw SignCoreError(.signatureNotFound, "the request has no signature with the route's label or tag") }
@@ -83,7 +88,7 @@ public struct MessageSignatureVerifier: RequestVerifier {
             return algorithm
         }
         guard let keyID = parameters.keyID else { throw SignCoreError(.unknownKey, "the signature names no keyid") }
-        guard let key = verifier.keys.key(id: keyID) else {
+        guard let key = verifier.keys.key(id: keyID) ?? agentKey.flatMap({ $0.id == keyID ? $0 : nil }) else {
             // SPEC §7.1: a key id goes into the problem only when it is one SignCore could hold.
             let plain = (1...SigningKey.maxKeyIDLength).contains(keyID.utf8.count) && keyID.utf8.allSatisfy { byte in
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
@@ -118,6 +123,17 @@ public struct MessageSignatureVerifier: RequestVerifier {
         return (identity, parameters.nonce.map(Self.replayNonce), expires + policy.skew)
     }
 
+    /// docs/HTTPSIG.md §7.3: under agent coverage, the key of a signature whose `keyid` the key
+    /// set does not hold, from the directory its `Signature-Agent` names (the member its covered
+    /// `signature-agent` component's `key` names, else its label's); nil when there is nothing to fetch.
+    nonisolated(nonsending) func agentKey(of request: HTTPRequest) async throws(SignCoreError) -> SigningKey? {
+        guard let directories, policy.coverage == .agent, let fields = try? SignatureFields(request.headerFields),
+              let entry = selected(fields), let keyID = entry.parameters.keyID, verifier.keys.key(id: keyID) == nil else { return nil }
+        let member = entry.parameters.components.first { $0.name == "signature-agent" }?.key
+        guard let agent = SignatureAgent.url(in: request.headerFields, label: entry.label, member: member) else { return nil }
+        return try await directories.key(keyID, agentURL: agent)
+    }
+
     /// The entry verified: the one with the route's label; else the first with its tag; else the
     /// first. The others are ignored, never failures.
     func selected(_ fields: SignatureFields) -> SignatureFields.Entry? {
@@ -141,7 +157,9 @@ public struct MessageSignatureVerifier: RequestVerifier {
             try require(!hadContent || covered.contains(.contentDigest), "content-digest, and the request has content")
         case .agent:
             try require(covered.contains(.authority), "@authority")
-            if request.headerFields[SignatureAgent.field] != nil { try require(covered.contains(.signatureAgent), "signature-agent") }
+            if request.headerFields[SignatureAgent.field] != nil {
+                try require(components.contains { $0.name == "signature-agent" && !$0.request }, "signature-agent")
+            }
         }
         for component in policy.requiredComponents { try require(covered.contains(component), "a component the route requires") }
     }
@@ -176,7 +194,3 @@ public struct MessageSignatureVerifier: RequestVerifier {
     }
 }
 
-/// Web Bot Auth's `Signature-Agent` field (docs/HTTPSIG.md §7).
-public enum SignatureAgent {
-    public static let field = HTTPField.Name("signature-agent")!
-}
