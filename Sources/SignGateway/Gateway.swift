@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOSSL
 import PostgresNIO
 import ServiceLifecycle
 import SignCore
@@ -24,6 +25,8 @@ public final class Gateway: Service {
     let postgres: PostgresClient?
     let postgresGuard: PostgresReplayGuard?
     let signature: SignatureMiddleware<GatewayRequestContext, SignatureFormatsVerifier>
+    /// Web Bot Auth's directory fetcher, when configured.
+    let directoryClient: KeyDirectoryClient?
     let redemptions: PostgresRedemptionStore?
     /// The device registry on PostgreSQL, whose notifications signd listens to (nil in memory).
     let deviceRegistry: PostgresDeviceRegistry?
@@ -165,7 +168,24 @@ public final class Gateway: Service {
             }
             rateLimits = gate
         }
-        signature = SignatureMiddleware(verifier: SignatureFormatsVerifier(verifier, names: names), origin: origin, policy: routes.policy,
+        // Web Bot Auth's key directories (docs/HTTPSIG.md §7.3): fetched from the allowed origins alone.
+        var directories: KeyDirectories?
+        if let settings = configuration.webBotAuth {
+            do {
+                let roots = try settings.trustRoots.map { try NIOSSLCertificate.fromPEMFile($0) }
+                let origins = Set(settings.directories.compactMap { SignatureAgent.origin(of: $0) })
+                let client = try KeyDirectoryClient(origins: origins, trustRoots: roots)
+                directories = try KeyDirectories(allowed: settings.directories, transport: client, timeout: .seconds(settings.fetchTimeout))
+                directoryClient = client
+            } catch let error as SignCoreError {
+                throw SignCoreError(.invalidConfiguration, "configuration: webBotAuth: \(error.detail)")
+            } catch {
+                throw SignCoreError(.invalidConfiguration, "configuration: webBotAuth.trustRoots is not a PEM file of certificates")
+            }
+        } else {
+            directoryClient = nil
+        }
+        signature = SignatureMiddleware(verifier: SignatureFormatsVerifier(verifier, names: names, directories: directories), origin: origin, policy: routes.policy,
                                         body: routes.defaultBody, attestation: attestation, rateLimits: rateLimits, metricsFactory: metrics.factory)
     }
 
@@ -219,7 +239,10 @@ public final class Gateway: Service {
                                     reported: { [monitor] in monitor.keysReloaded(ok: $0) }),
                         monitor)
         if let settings = configuration.metrics { app.addServices(try metricsApplication(settings)) }
-        defer { upstreamClient.shutdown() }
+        defer {
+            upstreamClient.shutdown()
+            directoryClient?.shutdown()
+        }
         try await app.run()
     }
 

@@ -50,6 +50,17 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var attestation: Attestation?
     /// Rate limits and their bypass (docs/ATTEST.md §10, docs/SIGND.md "Rate limits"); nil: none.
     public var rateLimits: RateLimits?
+    /// Web Bot Auth's key directories (docs/HTTPSIG.md §7.3); nil: none is fetched.
+    public var webBotAuth: WebBotAuthSettings?
+
+    public struct WebBotAuthSettings: Sendable, Decodable {
+        /// The https origins whose `/.well-known/http-message-signatures-directory` may be fetched.
+        public var directories: [String] = []
+        /// Seconds a fetch may take (1-30).
+        public var fetchTimeout = 5
+        /// A PEM file of the roots the directories' certificates are checked against; nil: the system's.
+        public var trustRoots: String?
+    }
 
     public struct Metrics: Sendable, Decodable {
         /// `host:port` of the metrics listener: keep it private (loopback by default).
@@ -443,7 +454,7 @@ extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
                                      "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "trustedProxyField", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
-                                     "limits", "attestation", "rateLimits"])
+                                     "limits", "attestation", "rateLimits", "webBotAuth"])
         upstream = try c.required("upstream")
         keys = try c.required("keys")
         try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
@@ -456,6 +467,7 @@ extension GatewayConfiguration {
         try c.set(&accessLog, "accessLog")
         attestation = try c.decodeIfPresent(Attestation.self, forKey: AnyKey(stringValue: "attestation"))
         rateLimits = try c.decodeIfPresent(RateLimits.self, forKey: AnyKey(stringValue: "rateLimits"))
+        webBotAuth = try c.decodeIfPresent(WebBotAuthSettings.self, forKey: AnyKey(stringValue: "webBotAuth"))
         let metricsKey = AnyKey(stringValue: "metrics")
         if c.contains(metricsKey) { metrics = try c.decodeNil(forKey: metricsKey) ? nil : c.decode(Metrics.self, forKey: metricsKey) }
         try checkValues()
@@ -571,6 +583,16 @@ extension GatewayConfiguration.Route {
         upstreamTimeout = try c.decodeIfPresent(Int64.self, forKey: AnyKey(stringValue: "upstreamTimeout"))
         if let upstreamTimeout, upstreamTimeout < 1 {
             throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).upstreamTimeout is at least 1 second")
+        }
+    }
+}
+
+extension GatewayConfiguration.WebBotAuthSettings {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["directories", "fetchTimeout", "trustRoots"])
+        directories = try c.required("directories"); try c.set(&fetchTimeout, "fetchTimeout"); try c.set(&trustRoots, "trustRoots")
+        guard !directories.isEmpty, (1...30).contains(fetchTimeout) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: webBotAuth.directories names at least one origin and fetchTimeout is 1-30 seconds")
         }
     }
 }

@@ -14,10 +14,11 @@ public struct SignatureFormatsVerifier: RequestVerifier {
     /// The formats read (as the route configures them).
     public private(set) var formats: SignatureFormats
 
+    /// - Parameter directories: Web Bot Auth's key directories, for routes of agent coverage (docs/HTTPSIG.md §7.3).
     public init(_ verifier: Verifier, names: SignHeaderNames = .standard, formats: SignatureFormats = .wtoken,
-                policy: HTTPSignaturePolicy = HTTPSignaturePolicy()) {
+                policy: HTTPSignaturePolicy = HTTPSignaturePolicy(), directories: KeyDirectories? = nil) {
         wtoken = WTokenRequestVerifier(verifier, names: names)
-        httpSignature = MessageSignatureVerifier(verifier, policy: policy)
+        httpSignature = MessageSignatureVerifier(verifier, policy: policy, directories: directories)
         self.formats = formats
     }
 

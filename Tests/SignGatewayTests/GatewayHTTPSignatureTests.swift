@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 @_spi(SignCoreTools) import SignCore
 import SignHTTP
 import SignHTTPSignatures
@@ -107,6 +108,60 @@ import Testing
         var request = HTTPRequest(method: .get, scheme: "http", authority: "gateway.test", path: path)
         try await MessageSigner(key: key).sign(&request)
         return request.headerFields
+    }
+
+    /// Web Bot Auth through signd: an agent's key fetched over real TLS from its directory (a
+    /// server on loopback with a test authority), once; an agent outside the allow-list (here
+    /// 127.0.0.1 itself) makes signd fetch nothing.
+    @Test func webBotAuthKeysComeFromAllowedDirectoriesOverTLS() async throws {
+        let folder = try TemporaryFolder()
+        let (certificate, privateKey, _) = try UpstreamClientTests.makeCertificate(in: folder.path, name: "localhost")
+        let tls = try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(privateKey)))
+        let agentKey = try SigningKey.generate(.ed25519)
+        let directory = RawUpstream()
+        let served = Locked(0)
+        try await directory.run(tls: tls, serve: { _, inbound, outbound in
+            try await RawUpstream.eachHead(inbound) { head in
+                served.withLock { $0 += 1 }
+                let authority = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("host:") }.map { String($0.dropFirst(5)).trimmingCharacters(in: .whitespaces) } ?? ""
+                let request = MessageComponents.RequestParts(method: "GET", scheme: "https", authority: authority, target: KeyDirectory.path, fields: [:])
+                let (response, body) = try await KeyDirectory.response(keys: [agentKey], request: request)
+                var text = "HTTP/1.1 200 OK\r\ncontent-length: \(body.count)\r\n"
+                for field in response.headerFields { text += "\(field.name.rawName): \(field.value)\r\n" }
+                try await outbound.write(ByteBuffer(string: text + "\r\n" + String(decoding: body, as: UTF8.self)))
+                return true
+            }
+        }) { directoryPort in
+            let agent = "https://localhost:\(directoryPort)"
+            let upstream = try await withSignd({ upstreamPort, keys in
+                GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                    "policy": ["routes": [["route": "/bots/**", "signature": "require", "formats": ["httpSignature"],
+                                           "httpSignature": ["preset": "webBotAuth"]]]],
+                    "webBotAuth": ["directories": [agent], "fetchTimeout": 3, "trustRoots": folder.path + "/ca.pem"],
+                ])
+            }) { port, http in
+                let send = { @Sendable (agentURL: String?, key: SigningKey) async throws -> (status: UInt, code: Int?) in
+                    var request = HTTPRequest(method: .get, scheme: "http", authority: "gateway.test", path: "/bots/page")
+                    try await WebBotAuth.sign(&request, key: key, agent: agentURL)
+                    let reply = try await Self.send(http, port: port, "/bots/page", fields: request.headerFields)
+                    return (reply.status, reply.code)
+                }
+                let first = try await send(agent, agentKey), second = try await send(agent, agentKey)
+                #expect(first.status == 200 && second.status == 200)
+                #expect(served.withLock { $0 } == 1)
+                // A key the directory does not prove.
+                let stranger = try await send(agent, try SigningKey.generate(.ed25519))
+                #expect(stranger.code == SignCoreError.Code.unknownKey.rawValue)
+                // Request forgery: the same server named another way, or plain http: refused, nothing fetched.
+                let connections = directory.accepted.withLock { $0 }
+                for other in ["https://127.0.0.1:\(directoryPort)", "http://localhost:\(directoryPort)", "https://localhost:1"] {
+                    let refused = try await send(other, agentKey)
+                    #expect(refused.code == SignCoreError.Code.signatureAgentRefused.rawValue, "\(other)")
+                }
+                #expect(directory.accepted.withLock { $0 } == connections && served.withLock { $0 } == 1)
+            }
+            #expect(upstream.all.count == 2)
+        }
     }
 
     @Test func aConfigurationThatCannotBeReadIsRefused() throws {
