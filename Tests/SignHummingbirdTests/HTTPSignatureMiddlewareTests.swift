@@ -112,6 +112,34 @@ import Testing
         }
     }
 
+    /// The README's example, as written there.
+    @Test func theReadmeExample() async throws {
+        let partnerKey = try SigningKey.generate(.ed25519, id: "partner-1")
+        let verifier = try Verifier(keys: KeySet([try JWK.parseKey(JWK.serialize(partnerKey, includePrivate: false))]),
+                                    replayGuard: InMemoryReplayGuard(capacity: 1000))
+        let origin = ServerOrigin(scheme: "https", authority: "api.example.com")
+        let router = Router(context: BasicSignatureRequestContext.self)
+        let body = Array("{\"sku\":7}".utf8)
+        // README httpsig: begin
+        // Server: /partners/** reads RFC 9421, /catalog/** also Web Bot Auth agents; the rest wtokens.
+        let policy = try RoutePolicy([
+            .init("/partners/**", RouteRequirements.require.reading(.httpSignature)),
+            .init("/catalog/**", RouteRequirements.require.reading(.both, policy: .webBotAuth)),
+        ])
+        router.add(middleware: SignatureMiddleware(verifier: SignatureFormatsVerifier(verifier), origin: origin, policy: policy))
+
+        // Client: sign a swift-http-types request (Content-Digest is added for a body).
+        var request = HTTPRequest(method: .post, scheme: "https", authority: "api.example.com", path: "/partners/orders")
+        try await MessageSigner(key: partnerKey).sign(&request, body: body)
+        // README httpsig: end
+        router.post("/partners/orders") { _, context -> String in context.signature.map { "\($0.format) \($0.keyID)" } ?? "-" }
+        let signedFields = request.headerFields
+        try await Application(router: router).test(.live) { client in
+            let response = try await client.execute(uri: "/partners/orders", method: .post, headers: signedFields, body: ByteBuffer(bytes: body))
+            #expect(String(buffer: response.body) == "rfc9421 partner-1")
+        }
+    }
+
     @Test func aStreamedBodyIsHeldToItsContentDigest() async throws {
         let body = [UInt8](repeating: 0x61, count: 300_000)
         try await Self.app().test(.live) { client in
