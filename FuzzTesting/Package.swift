@@ -12,6 +12,8 @@ let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest", "F
 let deviceFuzzers = ["FuzzCBOR", "FuzzAppAttest", "FuzzPlayIntegrity"]
 // Rate limits and secondary verification (docs/ATTEST.md §10): SignAttest's answers and passes, SignHTTP's readers.
 let rateFuzzers = ["FuzzRateBypass"]
+// RFC 9421 and RFC 9530 (docs/HTTPSIG.md): SignHTTPSignatures' parsers and verifier.
+let httpSignatureFuzzers = ["FuzzHTTPSignature"]
 
 let package = Package(
     name: "FuzzTesting",
@@ -52,6 +54,13 @@ let package = Package(
             name: name,
             dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignAttest", package: "SignCore"),
                            .product(name: "SignHTTP", package: "SignCore"), .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        )
+    } + httpSignatureFuzzers.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzCommon", .product(name: "SignCore", package: "SignCore"), .product(name: "SignHTTP", package: "SignCore"),
+                           .product(name: "SignHTTPSignatures", package: "SignCore"), .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         )
     },

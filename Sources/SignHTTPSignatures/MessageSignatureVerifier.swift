@@ -71,7 +71,7 @@ public struct MessageSignatureVerifier: RequestVerifier {
 
     /// The checks of docs/HTTPSIG.md §5.2, in order, all but the replay record: the identity, the
     /// nonce as the replay guard keys it, and until when it must be remembered.
-    func check(_ request: HTTPRequest, bodyDigest: ContentDigest, origin: ServerOrigin, now: Int64, agentKey: SigningKey? = nil)
+    public func check(_ request: HTTPRequest, bodyDigest: ContentDigest, origin: ServerOrigin, now: Int64, agentKey: SigningKey? = nil)
         throws(SignCoreError) -> (identity: VerifiedIdentity, nonce: Nonce?, rememberUntil: Int64) {
         // 1-2. The fields, and the one signature this route reads.
         let fields = try SignatureFields(request.headerFields)
