@@ -83,7 +83,7 @@ if onLinux {
         .executableTarget(
             name: "bench",
             // The device rows (App Attest, the counter window on PostgreSQL) only with SIGNCORE_DEVICE_BENCH.
-            dependencies: ["SignCore", "SignAttest", "SignHTTP", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["SignCore", "SignAttest", "SignHTTP", "SignHTTPSignatures", "CBench", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "HTTPTypes", package: "swift-http-types")]
                 + (deviceBench ? ["SignDevice", "SignPostgres", .product(name: "PostgresNIO", package: "postgres-nio"),
                                   .product(name: "Crypto", package: "swift-crypto")] : []),

@@ -39,6 +39,9 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
         self.byteSequence = byteSequence
         self.request = request
         self.parameterName = parameterName
+        for text in [key, parameterName].compactMap({ $0 }) where !text.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) {
+            throw Self.invalid("a key or name that is not printable ASCII")
+        }
         if isDerived {
             guard Self.derived.contains(name) else { throw Self.invalid("an unknown derived component") }
             guard !structured, key == nil, !byteSequence else { throw Self.invalid("sf, key or bs on a derived component") }
@@ -82,22 +85,6 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
         try self.init(item: item)
     }
 
-    /// The identifier as a structured item, its parameters in their written order (for a new
-    /// one: `name`, `sf`, `key`, `bs`, `req`).
-    var item: Item {
-        var parameters = OrderedMap<String, RFC9651BareItem>()
-        for parameter in order {
-            switch parameter {
-            case "name": if let parameterName { parameters["name"] = .string(parameterName) }
-            case "sf": if structured { parameters["sf"] = .bool(true) }
-            case "key": if let key { parameters["key"] = .string(key) }
-            case "bs": if byteSequence { parameters["bs"] = .bool(true) }
-            default: if request { parameters["req"] = .bool(true) }
-            }
-        }
-        return Item(bareItem: RFC9651BareItem.string(name), parameters: parameters)
-    }
-
     public static func == (a: ComponentIdentifier, b: ComponentIdentifier) -> Bool {
         (a.name, a.structured, a.key, a.byteSequence, a.request, a.parameterName) == (b.name, b.structured, b.key, b.byteSequence, b.request, b.parameterName)
     }
@@ -111,9 +98,25 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
 
     /// `"name";param…` as the signature base and `Signature-Input` write it.
     public var description: String {
-        var serializer = StructuredFieldValueSerializer()
-        let bytes = (try? serializer.writeItemFieldValue(item)) ?? []
+        var bytes: [UInt8] = []
+        append(to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes the identifier (RFC 8941 §4.1.2: an sf-string with its parameters in their written order).
+    func append(to out: inout [UInt8]) {
+        // A field name is a lower-case token and a derived name one of nine: no byte to escape.
+        _ = StructuredText.appendString(name, to: &out)
+        for parameter in order {
+            switch parameter {
+            // `key` and `name` are printable ASCII (checked by the initialiser): always written.
+            case "name": if let parameterName { _ = StructuredText.appendParameter("name", .string(parameterName), to: &out) }
+            case "sf": if structured { out += ";sf".utf8 }
+            case "key": if let key { _ = StructuredText.appendParameter("key", .string(key), to: &out) }
+            case "bs": if byteSequence { out += ";bs".utf8 }
+            default: if request { out += ";req".utf8 }
+            }
+        }
     }
 
     public static func field(_ name: String) throws(SignCoreError) -> ComponentIdentifier { try ComponentIdentifier(name) }

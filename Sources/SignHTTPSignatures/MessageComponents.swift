@@ -196,8 +196,12 @@ public struct MessageComponents: Sendable {
     }
 
     static func trimmed(_ value: String) -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        return String(value.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        let bytes = value.utf8
+        guard let first = bytes.first, let last = bytes.last, isSpace(first) || isSpace(last) else { return value }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        let end = bytes.lastIndex { !isSpace($0) }.map { bytes.index(after: $0) } ?? start
+        return start < end ? String(value[start..<end]) : ""
     }
 
     static func missing(_ what: String) -> SignCoreError { SignCoreError(.componentMissing, "a covered component is not in the message: \(what)") }

@@ -10,19 +10,21 @@ public enum SignatureBase {
     /// (`signatureFieldsMalformed`).
     public static func make(_ parameters: SignatureParameters, message: MessageComponents) throws(SignCoreError) -> [UInt8] {
         var base: [UInt8] = []
+        base.reserveCapacity(256)
         for component in parameters.components {
             let value = try message.value(of: component)
             guard !value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
                 throw ComponentIdentifier.invalid("a component value holds a control byte")
             }
-            base += component.description.utf8
-            base += Array(": ".utf8)
+            component.append(to: &base)
+            base.append(UInt8(ascii: ":"))
+            base.append(UInt8(ascii: " "))
             base += value.utf8
             base.append(0x0A)
             guard base.count <= SigningKey.maxSignatureBaseBytes else { throw tooLarge }
         }
-        base += Array("\"@signature-params\": ".utf8)
-        base += try parameters.serialized().utf8
+        base += "\"@signature-params\": ".utf8
+        base += try parameters.serializedBytes()
         guard base.count <= SigningKey.maxSignatureBaseBytes else { throw tooLarge }
         return base
     }

@@ -72,40 +72,41 @@ public struct SignatureParameters: Sendable, Equatable {
         }
     }
 
-    /// The inner list with its parameters, in the order read (or RFC 9421 §2.3's for a new one).
-    var innerList: InnerList {
-        var list = BareInnerList()
-        for component in components { list.append(component.item) }
-        var parameters = OrderedMap<String, RFC9651BareItem>()
+    /// The serialised inner list (RFC 8941 §4.1.1): the `@signature-params` value and the
+    /// `Signature-Input` member. Its items, then its parameters in the order read (for a new one:
+    /// `created`, `expires`, `nonce`, `alg`, `keyid`, `tag`, then the others). `signatureFieldsMalformed`
+    /// when a string is not printable ASCII or an integer has more than 15 digits (RFC 8941 §3.3).
+    public func serializedBytes() throws(SignCoreError) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "(")]
+        out.reserveCapacity(64 + 24 * components.count)
+        for (index, component) in components.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: " ")) }
+            component.append(to: &out)
+        }
+        out.append(UInt8(ascii: ")"))
         let written = order.isEmpty ? ["created", "expires", "nonce", "alg", "keyid", "tag"] + others.map(\.0) : order
         for name in written {
-            if flags.contains(name) {
-                parameters[name] = .bool(true)
-                continue
+            let value: RFC9651BareItem? = if flags.contains(name) {
+                .bool(true)
+            } else {
+                switch name {
+                case "created": created.map { .integer($0) }
+                case "expires": expires.map { .integer($0) }
+                case "nonce": nonce.map { .string($0) }
+                case "alg": algorithm.map { .string($0) }
+                case "keyid": keyID.map { .string($0) }
+                case "tag": tag.map { .string($0) }
+                default: others.first { $0.0 == name }?.1
+                }
             }
-            switch name {
-            case "created": if let created { parameters[name] = .integer(created) }
-            case "expires": if let expires { parameters[name] = .integer(expires) }
-            case "nonce": if let nonce { parameters[name] = .string(nonce) }
-            case "alg": if let algorithm { parameters[name] = .string(algorithm) }
-            case "keyid": if let keyID { parameters[name] = .string(keyID) }
-            case "tag": if let tag { parameters[name] = .string(tag) }
-            default: if let value = others.first(where: { $0.0 == name })?.1 { parameters[name] = value }
-            }
+            guard let value else { continue }
+            guard StructuredText.appendParameter(name, value, to: &out) else { throw Self.malformed("a signature parameter cannot be serialised") }
         }
-        return InnerList(bareInnerList: list, parameters: parameters)
+        return out
     }
 
-    /// The serialised inner list: the `@signature-params` value and the `Signature-Input` member.
-    /// `signatureFieldsMalformed` when a string is not printable ASCII (RFC 8941 §3.3.3).
-    public func serialized() throws(SignCoreError) -> String {
-        var serializer = StructuredFieldValueSerializer()
-        do {
-            return String(decoding: try serializer.writeListFieldValue([.innerList(innerList)]), as: UTF8.self)
-        } catch {
-            throw Self.malformed("a signature parameter cannot be serialised")
-        }
-    }
+    /// `serializedBytes` as text.
+    public func serialized() throws(SignCoreError) -> String { String(decoding: try serializedBytes(), as: UTF8.self) }
 
     public static func == (a: SignatureParameters, b: SignatureParameters) -> Bool {
         (try? a.serialized()) == (try? b.serialized())

@@ -68,7 +68,7 @@ enum Catalogue {
                 (try verify(hmac, get, workers: 1, guardOff: true), try hmac.floorVerify(get))
             })
         }
-        cases += try urlMixCases() + manyKeyCases() + attackCases() + AttestationBench.cases() + RateLimitBench.cases()
+        cases += try urlMixCases() + manyKeyCases() + attackCases() + AttestationBench.cases() + RateLimitBench.cases() + HTTPSignatureBench.cases()
         return cases
     }
 

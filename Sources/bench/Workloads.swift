@@ -44,17 +44,24 @@ final class AlgorithmFixture: @unchecked Sendable {
     let key: SigningKey
     let verifier: Verifier
     private let hmac: OpaquePointer?
+    /// The HMAC key without SignCore's signing-input prefix: RFC 9421 signs the base alone.
+    private var rawHMAC: OpaquePointer?
     private var edSecret: [UInt8] = [], edPublic: [UInt8] = []
     private let p256: OpaquePointer?
 
+    /// The secret bytes: the HMAC secret, the Ed25519 seed or the P-256 scalar.
+    let seed: [UInt8]
+
     init(_ algorithm: SignatureAlgorithm, id: String? = nil) throws {
         let seed = pattern(32).map { $0 &+ UInt8(algorithm.rawValue.utf8.count) &* 7 }
+        self.seed = seed
         name = algorithm.rawValue
         switch algorithm {
         case .hmacSHA256:
             key = try .hmac(secret: seed, id: id)
             let prefix = try Self.signingInputPrefix(key)
             hmac = seed.withUnsafeBytes { s in prefix.withUnsafeBytes { bench_hmac_key_new(s.baseAddress, s.count, $0.baseAddress, $0.count) } }
+            rawHMAC = seed.withUnsafeBytes { bench_hmac_key_new($0.baseAddress, $0.count, nil, 0) }
             p256 = nil
         case .ed25519:
             key = try .ed25519(seed: seed)
@@ -91,6 +98,7 @@ final class AlgorithmFixture: @unchecked Sendable {
 
     deinit {
         bench_hmac_key_free(hmac)
+        bench_hmac_key_free(rawHMAC)
         bench_p256_key_free(p256)
     }
 
@@ -139,7 +147,14 @@ final class AlgorithmFixture: @unchecked Sendable {
     /// over the signing input the engine builds for it.
     func floorSign(_ request: RequestFixture) throws -> Timed {
         let (content, input, _) = try floorInputs(request)
-        return { [self] iterations in
+        return floorSign(content: content, input: input, prefixed: true)
+    }
+
+    /// SHA-256 of `content`, then the MAC or signature of `input` (`prefixed`: with SignCore's
+    /// signing-input prefix for an HMAC key, as the engine's wtoken input has it).
+    func floorSign(content: [UInt8], input: [UInt8], prefixed: Bool) -> Timed {
+        { [self] iterations in
+            let hmac = prefixed ? self.hmac : rawHMAC
             var failures = 0
             let seconds = content.withUnsafeBytes { c in
                 input.withUnsafeBytes { i in
@@ -163,9 +178,15 @@ final class AlgorithmFixture: @unchecked Sendable {
     /// The floor of a whole verify: the same hashing, then the compare or signature check.
     func floorVerify(_ request: RequestFixture) throws -> Timed {
         let (content, input, signature) = try floorInputs(request)
+        return try floorVerify(content: content, input: input, signature: signature, prefixed: true, what: request.name)
+    }
+
+    /// SHA-256 of `content`, then the check of `signature` over `input` (`prefixed` as in `floorSign`).
+    func floorVerify(content: [UInt8], input: [UInt8], signature: [UInt8], prefixed: Bool, what: String) throws -> Timed {
         let prepared = PreparedSignature(key.algorithm == .p256 ? signature : nil)
         let check: @Sendable (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Int32 = { [self] c, i in
-            signature.withUnsafeBytes { s in
+            let hmac = prefixed ? self.hmac : rawHMAC
+            return signature.withUnsafeBytes { s in
                 switch key.algorithm {
                 case .hmacSHA256: bench_floor_verify_hmac(hmac, c.baseAddress, c.count, i.baseAddress, i.count, s.baseAddress)
                 case .ed25519: edPublic.withUnsafeBytes { bench_floor_verify_ed25519($0.baseAddress, c.baseAddress, c.count, i.baseAddress, i.count, s.baseAddress) }
@@ -174,7 +195,7 @@ final class AlgorithmFixture: @unchecked Sendable {
             }
         }
         let valid = content.withUnsafeBytes { c in input.withUnsafeBytes { i in check(c, i) } }
-        guard valid == 0 else { throw BenchError("the floor does not accept the engine's signature for \(name) \(request.name)") }
+        guard valid == 0 else { throw BenchError("the floor does not accept the engine's signature for \(name) \(what)") }
         return { iterations in
             var failures = 0
             let seconds = content.withUnsafeBytes { c in
