@@ -50,7 +50,7 @@ import Testing
 
     static func lines(_ value: Any?) -> [String] { value as? [String] ?? (value as? String).map { [$0] } ?? [] }
 
-    static func code(_ error: SignCoreError) -> String { error.code.name }
+    static func code(_ error: any Error) -> String { (error as? SignCoreError)?.code.name ?? "\(error)" }
 
     static func policy(_ value: Any?) throws -> HTTPSignaturePolicy {
         let policy = value as? [String: Any] ?? [:]
