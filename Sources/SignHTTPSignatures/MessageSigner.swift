@@ -1,4 +1,5 @@
 import HTTPTypes
+import RawStructuredFieldValues
 import SignCore
 import SignHTTP
 
@@ -84,5 +85,37 @@ public struct MessageSigner: Sendable {
         let base = try SignatureBase.make(parameters, message: message)
         let signature = try await key.signSignatureBaseAsync(base)
         return try SignatureFields.serialize(label: label, parameters: parameters, signature: signature)
+    }
+}
+
+extension MessageSigner {
+    /// A signer that answers a refusal's `Accept-Signature` (RFC 9421 §5.1, docs/HTTPSIG.md
+    /// §5.5): its first member's label, components and `tag`; `created`, `nonce` and `keyid` are
+    /// always sent (the Boolean parameters ask for them). Nil when the field is absent, over 8 KiB
+    /// or no dictionary, or its first member is not an inner list of components this profile
+    /// reads, or asks for a key or algorithm other than this key's (`keyid="…"`, `alg="…"`).
+    public init?(key: SigningKey, accepting response: HTTPResponse, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
+        guard let value = response.headerFields[SignatureFields.acceptSignature], value.utf8.count <= SignatureFields.maxFieldBytes else { return nil }
+        var parser = StructuredFieldValueParser(Array(value.utf8))
+        guard let dictionary = try? parser.parseDictionaryFieldValue(), let (label, member) = dictionary.first,
+              case .innerList(let list) = member, list.bareInnerList.count <= SignatureParameters.maxComponents else { return nil }
+        var components: [ComponentIdentifier] = []
+        for item in list.bareInnerList {
+            guard let component = try? ComponentIdentifier(item: item), !components.contains(component) else { return nil }
+            if component != .contentDigest { components.append(component) }  // added by `sign` with the content
+        }
+        var tag: String?, keyID: String?
+        for (name, parameter) in list.rfc9651Parameters {
+            switch (name, parameter) {
+            case ("tag", .string(let text)): tag = text
+            case ("keyid", .string(let text)):
+                guard text == key.id || text == key.thumbprint.description else { return nil }
+                keyID = text
+            case ("alg", .string(let text)): guard text == key.algorithm.httpSignatureName else { return nil }
+            default: continue
+            }
+        }
+        guard SignatureFields.isLabel(label) else { return nil }
+        self.init(key: key, components: components, label: label, tag: tag, keyID: keyID, clock: clock)
     }
 }

@@ -243,6 +243,31 @@ import Testing
         #expect(setup.checker().refusalFields(for: SignCoreError(.invalidURL, ""), request: Self.request()).isEmpty)
     }
 
+    /// A client reads a 401's `Accept-Signature` and signs as it asks; the route then accepts.
+    @Test func aSignerAnswersAcceptSignature() async throws {
+        let setup = try Setup()
+        let key = setup.keys[1]
+        let policy = HTTPSignaturePolicy(requiredComponents: [try .field("content-type")], label: "app", tag: "checkout")
+        let checker = setup.checker(policy)
+        var first = Self.request(.post, fields: [.contentType: "application/json"])
+        try await MessageSigner(key: key, clock: { Self.now }).sign(&first, body: [1, 2])
+        #expect(await Self.refusal(checker, first, body: [1, 2]) == .signatureNotFound)
+        let refusal = HTTPResponse(status: .unauthorized, headerFields: checker.refusalFields(for: SignCoreError(.signatureNotFound, ""), request: first))
+        #expect(refusal.headerFields[SignatureFields.acceptSignature]
+                == "app=(\"@method\" \"@target-uri\" \"content-digest\" \"content-type\");created;nonce;keyid;tag=\"checkout\"")
+        let answering = MessageSigner(key: key, accepting: refusal, clock: { Self.now })
+        let signer = try #require(answering)
+        var second = Self.request(.post, fields: [.contentType: "application/json"])
+        try await signer.sign(&second, body: [1, 2])
+        #expect(try await Self.verify(checker, second, body: [1, 2]).coveredHeaders
+                == ["\"@method\"", "\"@target-uri\"", "\"content-type\"", "\"content-digest\""])
+        // A field asking for another key or algorithm, or none: no signer.
+        for value in ["sig1=(\"@method\");keyid=\"someone-else\"", "sig1=(\"@method\");alg=\"rsa-pss-sha512\"", "sig1=\"x\"", "("] {
+            #expect(MessageSigner(key: key, accepting: HTTPResponse(status: .unauthorized, headerFields: [SignatureFields.acceptSignature: value])) == nil)
+        }
+        #expect(MessageSigner(key: key, accepting: HTTPResponse(status: .unauthorized)) == nil)
+    }
+
     /// docs/HTTPSIG.md §3.3: no input is both a SignCore signing input and a signature base, so
     /// the same key's signatures never cross formats.
     @Test func theFormatsAreDomainSeparated() throws {
