@@ -11,9 +11,8 @@ import Testing
     nonisolated(unsafe) static let file: [String: Any] = {  // read only
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Vectors/httpsig.json")
-        guard let data = try? Data(contentsOf: url), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            fatalError("httpsig.json does not load")
-        }
+        // A file that does not load has no group: theFileHasEveryGroup fails, the others check nothing.
+        guard let data = try? Data(contentsOf: url), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
         return object
     }()
 
