@@ -95,6 +95,23 @@ public struct ServerOrigin: Sendable, Equatable {
     }
 }
 
+extension ServerOrigin {
+    /// The authority and target a request received here is verified for, as every proof format
+    /// reads them: the origin's authority, else the request's (`:authority` / `Host`), checked
+    /// as `host[:port]`; the origin-form target. Refuses a second `Host` line (`invalidHeader`)
+    /// and anything else (`invalidURL`), so what is verified is what is forwarded.
+    public func addressed(_ request: HTTPRequest) throws(SignCoreError) -> (authority: String, target: String) {
+        try ReceivedRequest.checkHost(request)
+        guard let authority = authority ?? request.authority, !authority.isEmpty else {
+            throw SignCoreError(.invalidURL, "the request names no authority (:authority or Host)")
+        }
+        try Self.validate(authority: authority)
+        guard let path = request.path else { throw SignCoreError(.invalidURL, "the request target is not an absolute path") }
+        try Self.validate(target: path)
+        return (authority, path)
+    }
+}
+
 extension ReceivedRequest {
     /// The request as SignCore verifies it (SPEC §5), from what an HTTP server received: the
     /// absolute URL from the server's scheme, the authority (the origin's, else the request's
@@ -111,13 +128,7 @@ extension ReceivedRequest {
     /// (`invalidHeader`: two tokens are never one).
     public init(_ request: HTTPRequest, body: RequestBody = .bytes([]), origin: ServerOrigin,
                 names: SignHeaderNames = .standard) throws(SignCoreError) {
-        try Self.checkHost(request)
-        guard let authority = origin.authority ?? request.authority, !authority.isEmpty else {
-            throw SignCoreError(.invalidURL, "the request names no authority (:authority or Host)")
-        }
-        try ServerOrigin.validate(authority: authority)
-        guard let path = request.path else { throw SignCoreError(.invalidURL, "the request target is not an absolute path") }
-        try ServerOrigin.validate(target: path)
+        let (authority, path) = try origin.addressed(request)
         self.init(method: request.method.rawValue, url: origin.scheme + "://" + authority + path, body: body,
                   headers: request.headerFields.map { HeaderField($0.name.rawName, $0.value) },
                   whash: try Self.single(names.whash, in: request.headerFields),

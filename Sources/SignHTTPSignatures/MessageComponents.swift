@@ -37,14 +37,8 @@ public struct MessageComponents: Sendable {
         /// `origin`, else the request's `:authority` (both checked as `ReceivedRequest` checks
         /// them, so the target verified is the one forwarded).
         public init(_ request: HTTPRequest, origin: ServerOrigin) throws(SignCoreError) {
-            try ReceivedRequest.checkHost(request)
-            guard let authority = origin.authority ?? request.authority, !authority.isEmpty else {
-                throw SignCoreError(.invalidURL, "the request names no authority (:authority or Host)")
-            }
-            try ServerOrigin.validate(authority: authority)
-            guard let path = request.path else { throw SignCoreError(.invalidURL, "the request target is not an absolute path") }
-            try ServerOrigin.validate(target: path)
-            self.init(method: request.method.rawValue, scheme: origin.scheme, authority: authority, target: path, fields: request.headerFields)
+            let (authority, target) = try origin.addressed(request)
+            self.init(method: request.method.rawValue, scheme: origin.scheme, authority: authority, target: target, fields: request.headerFields)
         }
 
         /// A request to be signed: its scheme, authority and target from `request`'s pseudo-fields.
