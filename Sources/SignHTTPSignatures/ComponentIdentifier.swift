@@ -28,6 +28,11 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
 
     public var isDerived: Bool { name.utf8.first == UInt8(ascii: "@") }
 
+    /// Whether this covers a whole field of the message itself (plain, `sf` or `bs`; not one
+    /// dictionary member, not the request's): what `VerifiedIdentity.coveredHeaders` lists, as
+    /// field names, for the checks that read it (a gateway's `_` spellings, attestation, answers).
+    public var coversWholeField: Bool { !isDerived && key == nil && !request }
+
     /// A component after the checks of docs/HTTPSIG.md §2.2: a field name is a lower-case token,
     /// a derived name one of `derived`; `name` with `@query-param` only (and always there);
     /// `sf`, `key` and `bs` with fields only, `bs` with neither of the others. `componentInvalid` otherwise.

@@ -38,6 +38,15 @@ public struct MessageComponents: Sendable {
         /// them, so the target verified is the one forwarded).
         public init(_ request: HTTPRequest, origin: ServerOrigin) throws(SignCoreError) {
             let (authority, target) = try origin.addressed(request)
+            // The request's own authority is read even when the origin fixes one, and a `%` must
+            // begin an escape: what no server reads alike is refused (docs/HTTPSIG.md §2.3).
+            if origin.authority != nil, let received = request.authority { try ServerOrigin.validate(authority: received) }
+            let bytes = Array(target.utf8)
+            for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else {
+                    throw SignCoreError(.invalidURL, "the request target holds a % that begins no escape")
+                }
+            }
             self.init(method: request.method.rawValue, scheme: origin.scheme, authority: authority, target: target, fields: request.headerFields)
         }
 
@@ -199,4 +208,8 @@ public struct MessageComponents: Sendable {
     }
 
     static func missing(_ what: String) -> SignCoreError { SignCoreError(.componentMissing, "a covered component is not in the message: \(what)") }
+}
+
+private extension UInt8 {
+    var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
 }

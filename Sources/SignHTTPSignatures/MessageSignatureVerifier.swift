@@ -100,8 +100,8 @@ public struct MessageSignatureVerifier: RequestVerifier {
         try checkCoverage(parameters.components, request: request, hadContent: bodyDigest.hadContent)
         // 5. Its time and nonce.
         guard let created = parameters.created else { throw SignCoreError(.signatureCreatedMissing, "the signature has no created parameter") }
-        guard created <= now + policy.skew else { throw SignCoreError(.notYetValid, "the signature was created in the future") }
-        guard now <= created + policy.maxAge else { throw SignCoreError(.expired, "the signature is older than the route's maximum age") }
+        guard created <= Self.sum(now, policy.skew) else { throw SignCoreError(.notYetValid, "the signature was created in the future") }
+        guard now <= Self.sum(created, policy.maxAge) else { throw SignCoreError(.expired, "the signature is older than the route's maximum age") }
         if let expires = parameters.expires, now > expires { throw SignCoreError(.expired, "the signature's expires has passed") }
         guard parameters.nonce != nil || policy.nonce == .optional else {
             throw SignCoreError(.signatureNonceMissing, "the route requires a nonce and the signature has none")
@@ -116,11 +116,11 @@ public struct MessageSignatureVerifier: RequestVerifier {
         if let claimed = try ContentDigest.claimed(in: request.headerFields), claimed != bodyDigest {
             throw SignCoreError(.contentDigestMismatch, "the body received does not match its Content-Digest")
         }
-        let expires = min(parameters.expires ?? .max, created + policy.maxAge)
+        let expires = min(parameters.expires ?? .max, Self.sum(created, policy.maxAge))
         let identity = VerifiedIdentity(format: policy.coverage == .agent ? "rfc9421-agent" : "rfc9421", keyID: key.id, algorithm: key.algorithm,
-                                        created: created, expires: expires, coveredHeaders: parameters.components.map(\.description),
+                                        created: created, expires: expires, coveredHeaders: parameters.components.filter(\.coversWholeField).map(\.name),
                                         keyThumbprint: key.thumbprint)
-        return (identity, parameters.nonce.map(Self.replayNonce), expires + policy.skew)
+        return (identity, parameters.nonce.map(Self.replayNonce), Self.sum(expires, policy.skew))
     }
 
     /// docs/HTTPSIG.md §7.3: under agent coverage, the key of a signature whose `keyid` the key
@@ -134,34 +134,41 @@ public struct MessageSignatureVerifier: RequestVerifier {
         return try await directories.key(keyID, agentURL: agent)
     }
 
-    /// The entry verified: the one with the route's label; else the first with its tag; else the
-    /// first. The others are ignored, never failures.
+    /// The entry verified: the one with the route's label (carrying its tag, when it sets one);
+    /// else the first with its tag; else the first. The others are ignored, never failures.
     func selected(_ fields: SignatureFields) -> SignatureFields.Entry? {
-        if let label = policy.label { return fields.entries.first { $0.label == label } }
+        if let label = policy.label { return fields.entries.first { $0.label == label && (policy.tag == nil || $0.parameters.tag == policy.tag) } }
         if let tag = policy.tag { return fields.entries.first { $0.parameters.tag == tag } }
         return fields.entries.first
     }
 
     /// docs/HTTPSIG.md §5.2 step 4: the route's coverage and required components (`headerNotCovered`).
     func checkCoverage(_ components: [ComponentIdentifier], request: HTTPRequest, hadContent: Bool) throws(SignCoreError) {
-        let covered = Set(components)
+        // A component counts by its name (docs/HTTPSIG.md §5.1): `"content-digest";sf` covers the field too.
+        let covered = Set(components.filter { !$0.request }.map(\.name))
         func require(_ condition: Bool, _ what: String) throws(SignCoreError) {
             guard condition else { throw SignCoreError(.headerNotCovered, "the signature does not cover \(what)") }
         }
         switch policy.coverage {
         case .request:
-            try require(covered.contains(.method), "@method")
-            let target = covered.contains(.targetURI)
-                || (covered.contains(.authority) && (covered.contains(.requestTarget) || (covered.contains(.path) && covered.contains(.query))))
+            try require(covered.contains("@method"), "@method")
+            let target = covered.contains("@target-uri")
+                || (covered.contains("@authority") && (covered.contains("@request-target") || (covered.contains("@path") && covered.contains("@query"))))
             try require(target, "the request target (@target-uri, or @authority with @request-target or @path and @query)")
-            try require(!hadContent || covered.contains(.contentDigest), "content-digest, and the request has content")
+            try require(!hadContent || covered.contains("content-digest"), "content-digest, and the request has content")
         case .agent:
-            try require(covered.contains(.authority), "@authority")
+            try require(covered.contains("@authority"), "@authority")
             if request.headerFields[SignatureAgent.field] != nil {
                 try require(components.contains { $0.name == "signature-agent" && !$0.request }, "signature-agent")
             }
         }
-        for component in policy.requiredComponents { try require(covered.contains(component), "a component the route requires") }
+        for component in policy.requiredComponents { try require(components.contains(component), "a component the route requires") }
+    }
+
+    /// `a + b`, held at `Int64.max` (a policy of any age never traps).
+    static func sum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (value, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : value
     }
 
     /// An RFC 9421 nonce as the replay guard keys it (docs/HTTPSIG.md §5.3): the first 16 bytes

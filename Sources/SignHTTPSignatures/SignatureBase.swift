@@ -21,7 +21,6 @@ public enum SignatureBase {
             base.append(UInt8(ascii: " "))
             base += value.utf8
             base.append(0x0A)
-            guard base.count <= SigningKey.maxSignatureBaseBytes else { throw tooLarge }
         }
         base += "\"@signature-params\": ".utf8
         base += try parameters.serializedBytes()

@@ -2,7 +2,7 @@
 """Mutation check of the vectors: every decision the Python reference (reference.py) makes must be
 pinned by at least one vector.
 
-For each decision in the functions that implement docs/SPEC.md and docs/ATTEST.md -- each comparison, each integer
+For each decision in the functions that implement docs/SPEC.md, docs/ATTEST.md and docs/HTTPSIG.md -- each comparison, each integer
 limit, each error code returned, each `if` check and each operand of a condition, each
 transformation of a value, the order of adjacent checks -- a mutant of reference.py is made
 (from its syntax tree) and `check()` is run against every vector file with it, in-process, stopping
@@ -39,6 +39,12 @@ FUNCTIONS = {
     # docs/ATTEST.md §10 (and SPEC §7.1's action)
     "action_of", "gcra_limit", "gcra", "bucket_digest", "issue_offer", "issue_pass", "bypass_refusal", "bypass_response_reads",
     "redeem_bypass", "rate_pass",
+    # docs/HTTPSIG.md (RFC 9421, RFC 9530)
+    "sf_byte_sequence", "parse_sf", "serialise_sf", "field_lines", "component_identifier", "identifier_key", "written_identifier",
+    "read_signature_fields", "form_decode", "form_encode", "query_param", "derived_value", "component_value", "signature_base",
+    "is_signature_base", "sign_base", "verify_base", "content_digest", "claimed_digests", "digests_match", "policy_components",
+    "select_entry", "covers", "check_coverage", "valid_authority", "origin_form", "addressed", "replay_nonce", "verify_request",
+    "accept_signature",
 }
 # Module constants that are limits or tables of the specification.
 CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_CREATED_DIGITS", "NAME_BYTES",
@@ -52,7 +58,11 @@ CONSTANTS = {"URL_METHODS", "BODY_METHODS", "P256_N", "P256_P", "LENGTHS", "MAX_
              "MAX_COUNTER", "UNBOUND",
              # docs/ATTEST.md §10
              "ACTIONS", "OFFER_TYPE", "BYPASS_TYPES", "MAX_QUOTA", "MAX_WINDOW", "NS", "MAX_BUCKET", "CAPTCHA_FIELDS", "REQUIRED_CAPTCHA",
-             "MAX_RESPONSE", "APP_ATTEST_KEY_ID", "MAX_PASSES", "MAX_PASS_FIELD", "DEVICE_CODES", "DEVICE_REASONS"}
+             "MAX_RESPONSE", "APP_ATTEST_KEY_ID", "MAX_PASSES", "MAX_PASS_FIELD", "DEVICE_CODES", "DEVICE_REASONS",
+             # docs/HTTPSIG.md
+             "SIGNATURE_ALGORITHMS", "DERIVED_COMPONENTS", "FIELD_NAME_BYTES", "SF_FIELD_TYPES", "DEFAULT_PORTS", "FORM_SAFE",
+             "SIGNATURE_PARAMS_LINE", "MAX_SIGNATURE_FIELD", "MAX_SIGNATURES", "MAX_COMPONENTS", "MAX_PARAMETER_TEXT", "MAX_FIELD_NAME",
+             "MAX_SF_FIELD", "MAX_DIGEST_FIELD", "MAX_BASE", "DIGEST_ALGORITHMS", "DIGEST_LENGTHS", "RFC9421_NONCE", "RFC9421_NONCE_BYTES"}
 CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarge", "unknownKey", "algorithmMismatch",
          "badSignature", "invalidKey", "expired", "notYetValid", "lifetimeTooLong", "replayed", "overloaded", "unavailable",
          "whashMismatch", "targetMismatch", "headerNotCovered", "unsupportedMethod", "invalidURL", "invalidInput",
@@ -67,7 +77,10 @@ CODES = ["malformedToken", "unsupportedVersion", "missingHeader", "headerTooLarg
          "nonceMismatch", "environmentMismatch", "platformCounterInvalid", "assertionInvalid", "integrityVerdictFailed",
          # docs/ATTEST.md §10.8 (120, rateLimited, is the limit's own refusal, not the result of a check here)
          "bypassMalformed", "bypassNonceMismatch", "bypassExpired", "bypassReplayed", "bypassDeviceRejected", "bypassNotOffered",
-         "bypassWrongAnswer"]
+         "bypassWrongAnswer",
+         # docs/HTTPSIG.md §6 (147, signatureFormatsMixed, is §5.4's choice between formats, not a check here)
+         "signatureFieldsMalformed", "signatureNotFound", "componentMissing", "componentInvalid", "signatureNonceMissing",
+         "contentDigestMismatch", "contentDigestUnsupported", "signatureCreatedMissing", "signatureAlgorithmUnsupported"]
 # Functions whose call may raise a SpecError: a statement calling one is a check for the swaps.
 RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "headers_digest", "header_block", "Key",
            "load_document", "canonical_line", "normalise", "ipv6", "dec", "message_input",
@@ -77,7 +90,11 @@ RAISING = {"canonical_url", "covered_names", "parse_token", "unb64u", "whash", "
            # docs/ATTEST.md §9
            "issue_bound_challenge", "parse_registration", "decode_base64", "counter_field", "registered_device",
            # docs/ATTEST.md §10
-           "gcra_limit", "issue_offer", "bucket_digest"}
+           "gcra_limit", "issue_offer", "bucket_digest",
+           # docs/HTTPSIG.md
+           "component_identifier", "written_identifier", "read_signature_fields", "query_param", "derived_value", "component_value",
+           "signature_base", "sign_base", "claimed_digests", "policy_components", "select_entry", "check_coverage", "addressed",
+           "verify_request"}
 
 FLIP = {ast.Lt: [ast.LtE, ast.GtE], ast.LtE: [ast.Lt, ast.Gt], ast.Gt: [ast.GtE, ast.LtE], ast.GtE: [ast.Gt, ast.Lt],
         ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq], ast.In: [ast.NotIn], ast.NotIn: [ast.In], ast.Is: [ast.IsNot],

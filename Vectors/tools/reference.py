@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""A second implementation of docs/SPEC.md (SignCore/3) and docs/ATTEST.md (its attestation flow),
-written from the specifications alone, in Python with hashlib/hmac and the `cryptography` package.
-It generates the computed vector files (whash, wtoken, jwk, refusal, message, attest, device, ratelimit) and checks
+"""A second implementation of docs/SPEC.md (SignCore/3), docs/ATTEST.md (its attestation flow) and
+docs/HTTPSIG.md (its RFC 9421 / RFC 9530 profile), written from the specifications alone, in Python
+with hashlib/hmac, the `cryptography` package and `http_sfv` (RFC 8941 structured fields).
+It generates the computed vector files (whash, wtoken, jwk, refusal, message, attest, device, ratelimit, httpsig) and checks
 every vector file, including the hand-written
 canonical_url.json. SignCore's Swift tests then check the Swift implementation against the
 same files, so the two implementations are compared through the vectors.
 
     python3 Vectors/tools/reference.py generate   # rewrite whash.json, wtoken.json, jwk.json, refusal.json, message.json, attest.json,
-                                                  # device.json, ratelimit.json
+                                                  # device.json, ratelimit.json, httpsig.json
     python3 Vectors/tools/reference.py generate message   # rewrite message.json alone
     python3 Vectors/tools/reference.py generate attest    # rewrite attest.json alone (docs/ATTEST.md)
     python3 Vectors/tools/reference.py generate device    # rewrite device.json alone (docs/ATTEST.md §9)
     python3 Vectors/tools/reference.py generate ratelimit # rewrite ratelimit.json alone (docs/ATTEST.md §10)
+    python3 Vectors/tools/reference.py generate httpsig   # rewrite httpsig.json alone (docs/HTTPSIG.md)
     python3 Vectors/tools/reference.py check      # check every vector file against this code
 """
 import base64, functools, hashlib, hmac, json, pathlib, struct, sys
@@ -1315,6 +1317,11 @@ CODES = {  # name: (code, advice)
     "rateLimited": (120, "bypass"), "bypassMalformed": (121, "fixRequest"), "bypassNonceMismatch": (122, "fixRequest"),
     "bypassExpired": (123, "bypass"), "bypassReplayed": (124, "fixRequest"), "bypassDeviceRejected": (125, "fixRequest"),
     "bypassNotOffered": (126, "fixRequest"), "bypassWrongAnswer": (127, "fixRequest"),
+    # docs/HTTPSIG.md §6: RFC 9421 message signatures and RFC 9530 Content-Digest
+    "signatureFieldsMalformed": (140, "reSign"), "signatureNotFound": (141, "reSign"), "componentMissing": (142, "reSign"),
+    "componentInvalid": (143, "reSign"), "signatureNonceMissing": (144, "reSign"), "contentDigestMismatch": (145, "reSign"),
+    "contentDigestUnsupported": (146, "fixRequest"), "signatureFormatsMixed": (147, "fixRequest"),
+    "signatureCreatedMissing": (148, "reSign"), "signatureAlgorithmUnsupported": (149, "fixConfiguration"),
 }
 STATUS_OF = {1: 401, 2: 401, 3: 401, 10: 401, 11: 401, 12: 401, 20: 401, 21: 401, 22: 401, 23: 401, 30: 401, 31: 401, 32: 401,
              40: 400, 41: 400, 42: 400, 44: 400, 45: 400, 43: 413, 4: 431, 24: 503, 25: 503, 13: 500, 50: 500, 60: 500,
@@ -1323,7 +1330,9 @@ STATUS_OF = {1: 401, 2: 401, 3: 401, 10: 401, 11: 401, 12: 401, 20: 401, 21: 401
              80: 428, 81: 400, 82: 403, 83: 428, 84: 428, 85: 403, 86: 403, 87: 403, 88: 409, 89: 428, 90: 428, 91: 403, 92: 403,
              93: 428, 94: 428, 100: 428, 101: 403, 102: 400, 103: 428, 104: 400, 105: 403, 106: 403, 107: 409, 108: 409, 109: 409,
              110: 400, 111: 403, 112: 403, 113: 403, 114: 403, 115: 403, 116: 403, 120: 429, 121: 400, 122: 403, 123: 429, 124: 409,
-             125: 403, 126: 400, 127: 403}
+             125: 403, 126: 400, 127: 403,
+             # docs/HTTPSIG.md §6
+             140: 401, 141: 401, 142: 401, 143: 401, 144: 401, 145: 401, 146: 400, 147: 400, 148: 401, 149: 401}
 REASON = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 409: "Conflict", 413: "Content Too Large",
           428: "Precondition Required", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
           500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
@@ -1380,7 +1389,7 @@ def generate_refusal():
         "a key source or store cannot be reached", retry_after=5)
     # the codes of SPEC §7.3's ranges that docs/ATTEST.md defines, without their flows' own fields
     for name, (code, _) in codes:
-        if code >= 80:
+        if 80 <= code < 140:  # HTTPSIG.md §6's codes are pinned by httpsig.json
             section = "§6" if code < 100 else "§9.9" if code < 120 else "§10.8"
             add("ATTEST %s %s (%d)" % (section, name, code), name, "the rule that failed, in one fixed sentence")
     add("§7.1 Retry-After only with 503: a 429 given a retryAfter carries none (its flow adds it, ATTEST §10.3)", "rateLimited",
@@ -3641,6 +3650,1203 @@ def generate_ratelimit():
                  "numberOfTests": number, "keys": RATE_KEYS}, **sections)
 
 
+# ---- docs/HTTPSIG.md: SignCore's profile of RFC 9421 (HTTP Message Signatures) and RFC 9530 -----
+# Written from docs/HTTPSIG.md's text alone. RFC 8941 structured fields are parsed and serialised
+# by http_sfv (PyPI), held to RFC 8941: it also reads RFC 9651's Dates and Display Strings, which
+# are no RFC 8941 values, and decodes byte sequences leniently (`:YQ==YQ==:`), so those two
+# readers are replaced below.
+import http_sfv
+from http_sfv import item as sfv_item, byteseq as sfv_byteseq
+
+class SfBytes(bytes):
+    """An RFC 8941 byte sequence as read, with whether its text was padded base64 (RFC 4648 §4)."""
+    padded = False
+
+
+def sf_byte_sequence(data: bytes):
+    """RFC 8941 §4.2.7: base64 between colons. Missing padding is synthesised and non-zero pad bits
+    are accepted (its two SHOULDs); a byte outside base64's alphabet, `=` inside the text, more `=`
+    than the length needs, or a length of 1 modulo 4 does not decode (ValueError)."""
+    end = data.index(b":", 1)
+    text = data[1:end]
+    bare = text.rstrip(b"=")
+    if len(text) - len(bare) > -len(bare) % 4:
+        raise ValueError("more padding than the length needs")
+    value = SfBytes(base64.b64decode(bare + b"=" * (-len(bare) % 4), validate=True))
+    value.padded = len(text) % 4 == 0
+    return end + 1, value
+
+
+sfv_item._parse_map[ord(":")] = sf_byte_sequence
+sfv_item._ser_map[SfBytes] = sfv_byteseq.ser_byteseq
+for _start in b"@%":  # RFC 9651's Date and Display String: not RFC 8941
+    sfv_item._parse_map.pop(_start, None)
+
+
+def parse_sf(text: str, kind: str):
+    """RFC 8941 §4.2: `text` as a dictionary, a list or an item; ValueError when it is not one. An
+    empty (or all-space) text is an empty dictionary or list, and no item."""
+    value = {"dictionary": http_sfv.Dictionary, "list": http_sfv.List, "item": http_sfv.Item}[kind]()
+    if kind == "item" or text.strip(" "):
+        try:
+            value.parse(text.encode())
+        except Exception as e:  # http_sfv raises ValueError, and IndexError for some truncated lists
+            raise ValueError("not a structured field") from e
+    return value
+
+
+def serialise_sf(value) -> str:
+    """RFC 8941 §4.1; an empty dictionary or list is the empty text."""
+    return str(value) if not isinstance(value, (http_sfv.Dictionary, http_sfv.List)) or len(value) else ""
+
+
+# §1, §3.1: the algorithms, by their RFC 9421 names, and the key algorithm (SPEC §6) of each
+SIGNATURE_ALGORITHMS = {"hmac-sha256": "HS256", "ed25519": "EdDSA", "ecdsa-p256-sha256": "ES256"}
+# §1, §2.2
+DERIVED_COMPONENTS = ("@method", "@target-uri", "@authority", "@scheme", "@request-target", "@path", "@query", "@query-param",
+                      "@status")
+FIELD_NAME_BYTES = set(b"abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~")  # lower-case tchar (RFC 9110 §5.6.2)
+# §2.3: the fields `sf` knows, and their types
+SF_FIELD_TYPES = dict({n: "dictionary" for n in ("content-digest", "repr-digest", "want-content-digest", "want-repr-digest", "signature",
+                                               "signature-input", "accept-signature", "signature-agent", "priority", "example-dict")},
+                      **{n: "list" for n in ("cache-status", "proxy-status", "accept-ch", "example-list")}, **{"example-item": "item"})
+DEFAULT_PORTS = {"https": ":443", "http": ":80"}  # §2.3 @authority
+FORM_SAFE = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")  # §2.3 @query-param
+SIGNATURE_PARAMS_LINE = b'"@signature-params": '  # §2.5, §3.3
+# §2.6 limits
+MAX_SIGNATURE_FIELD = 8192
+MAX_SIGNATURES = 8
+MAX_COMPONENTS = 32
+MAX_PARAMETER_TEXT = 256
+MAX_FIELD_NAME = 128
+MAX_SF_FIELD = 16384
+MAX_DIGEST_FIELD = 8192
+MAX_BASE = 65536
+# §4
+DIGEST_ALGORITHMS = {"sha-256": hashlib.sha256, "sha-512": hashlib.sha512}
+DIGEST_LENGTHS = {"sha-256": 32, "sha-512": 64}
+RFC9421_NONCE = b"SignCore/3 rfc9421 nonce\n"  # §5.3
+RFC9421_NONCE_BYTES = 16
+
+
+def field_lines(fields, name: str):
+    """A field's lines, in order (field names compare case-insensitively)."""
+    return [value for n, value in fields if n.lower() == name]
+
+
+def component_identifier(item):
+    """§2.2: an RFC 8941 item as a component identifier -> (name, parameters, as written)."""
+    if type(item.value) is not str:
+        raise SpecError("componentInvalid")
+    name, params = item.value, dict(item.params)
+    for k, v in params.items():
+        if not (k in ("sf", "bs", "req") and v is True or k in ("key", "name") and type(v) is str):
+            raise SpecError("componentInvalid")
+    if name.startswith("@"):
+        if name not in DERIVED_COMPONENTS or any(k in params for k in ("sf", "key", "bs")) or ("name" in params) != (name == "@query-param"):
+            raise SpecError("componentInvalid")
+    elif not 1 <= len(name) <= MAX_FIELD_NAME or any(c not in FIELD_NAME_BYTES for c in name.encode()) or "name" in params \
+            or "bs" in params and ("sf" in params or "key" in params):
+        raise SpecError("componentInvalid")
+    return name, params, str(item)
+
+
+def identifier_key(component):
+    """§2.1 step 3: the same identifier is the same name and the same parameters, in any order."""
+    return component[0], frozenset(component[1].items())
+
+
+def written_identifier(text: str):
+    """A component identifier as a policy writes it (`"content-type"`, `"@query-param";name="id"`)."""
+    return component_identifier(parse_sf(text, "item"))  # a policy's own identifiers are configuration: one that does not parse raises
+
+
+def read_signature_fields(fields):
+    """§2.1: the entries of Signature-Input, in order, as (label, components, inner list, signature
+    bytes or None)."""
+    inputs = field_lines(fields, "signature-input")
+    if not inputs:
+        raise SpecError("signatureNotFound")
+    texts = (", ".join(inputs), ", ".join(field_lines(fields, "signature")))
+    if any(len(t.encode()) > MAX_SIGNATURE_FIELD for t in texts):
+        raise SpecError("signatureFieldsMalformed")
+    try:
+        declared, signatures = [parse_sf(t, "dictionary") for t in texts]
+    except ValueError:
+        raise SpecError("signatureFieldsMalformed")
+    if len(declared) > MAX_SIGNATURES or len(signatures) > MAX_SIGNATURES:
+        raise SpecError("signatureFieldsMalformed")
+    entries = []
+    for label, member in declared.items():
+        if not isinstance(member, http_sfv.InnerList) or len(member) > MAX_COMPONENTS:
+            raise SpecError("signatureFieldsMalformed")
+        components = [component_identifier(item) for item in member]
+        if len({identifier_key(c) for c in components}) != len(components):
+            raise SpecError("componentInvalid")
+        for name, value in member.params.items():
+            if name in ("created", "expires") and (type(value) is not int or value < 0):
+                raise SpecError("signatureFieldsMalformed")
+            if name in ("nonce", "alg", "keyid", "tag") and (type(value) is not str or len(value) > MAX_PARAMETER_TEXT):
+                raise SpecError("signatureFieldsMalformed")
+        sig = signatures.get(label)
+        ok = isinstance(sig, http_sfv.Item) and isinstance(sig.value, SfBytes) and sig.value.padded and not sig.params
+        entries.append((label, components, member, bytes(sig.value) if ok else None))
+    return entries
+
+
+def form_decode(text: bytes) -> bytes:
+    """§2.3: `+` is a space, `%` and two hex digits a byte, any other byte itself."""
+    out, i = bytearray(), 0
+    while i < len(text):
+        h = text[i + 1:i + 3]
+        if text[i] == 0x25 and len(h) == 2 and all(c in HEX for c in h):
+            out.append(int(h, 16))
+            i += 3
+        else:
+            out.append(0x20 if text[i] == 0x2B else text[i])
+            i += 1
+    return bytes(out)
+
+
+def form_encode(data: bytes) -> str:
+    """§2.3: every byte but A-Z a-z 0-9 * - . _ as % and two upper-case hex digits."""
+    return "".join(chr(c) if c in FORM_SAFE else "%%%02X" % c for c in data)
+
+
+def query_param(query: str, name: str) -> str:
+    """§2.3 @query-param: the value of the one parameter whose decoded name is the decoded `name`."""
+    wanted = form_decode(name.encode())
+    pieces = (piece.partition(b"=") for piece in query.encode().split(b"&") if piece)
+    values = [form_decode(v) for k, _, v in pieces if form_decode(k) == wanted]
+    if not values:
+        raise SpecError("componentMissing")
+    if len(values) > 1:
+        raise SpecError("componentInvalid")
+    (value,) = values
+    return form_encode(value)
+
+
+def derived_value(name: str, params, request) -> str:
+    """§2.3: a derived component of a request."""
+    scheme = request["scheme"].lower()
+    authority = request["authority"].lower().removesuffix(DEFAULT_PORTS.get(scheme, ""))
+    target = request["target"]
+    path, _, query = target.partition("?")
+    if name == "@query-param":
+        return query_param(query, params["name"])
+    return {"@method": request["method"], "@authority": authority, "@scheme": scheme, "@target-uri": scheme + "://" + authority + target,
+            "@request-target": target, "@path": path, "@query": "?" + query}[name]
+
+
+def component_value(component, message) -> str:
+    """§2.3: a component's value in `message`: a request (method, scheme, authority, target,
+    fields), or a response (status, fields, and its request or None)."""
+    name, params, _ = component
+    if "req" in params:
+        if "status" not in message:
+            raise SpecError("componentInvalid")
+        message = message["request"]
+        if message is None:
+            raise SpecError("componentMissing")
+    if name.startswith("@"):
+        if "status" in message:
+            if name != "@status":
+                raise SpecError("componentInvalid")
+            return "%03d" % message["status"]
+        if name == "@status":
+            raise SpecError("componentMissing")
+        return derived_value(name, params, message)
+    lines = [line.strip(" \t") for line in field_lines(message["fields"], name)]
+    if not lines:
+        raise SpecError("componentMissing")
+    if "bs" in params:
+        return ", ".join(":%s:" % base64.b64encode(line.encode()).decode() for line in lines)
+    value = ", ".join(lines)
+    if "key" not in params and "sf" not in params:
+        return value
+    if len(value.encode()) > MAX_SF_FIELD:
+        raise SpecError("componentInvalid")
+    kind = "dictionary" if "key" in params else SF_FIELD_TYPES.get(name)
+    if kind is None:
+        raise SpecError("componentInvalid")
+    try:
+        parsed = parse_sf(value, kind)
+    except ValueError:
+        raise SpecError("componentInvalid")
+    if "key" not in params:
+        return serialise_sf(parsed)
+    if params["key"] not in parsed:
+        raise SpecError("componentMissing")
+    return str(parsed[params["key"]])
+
+
+def signature_base(entry, message) -> bytes:
+    """§2.4-§2.5: the base of an entry over `message`."""
+    base = b""
+    for component in entry[1]:
+        value = component_value(component, message).encode()
+        if any(c < 0x20 and c != 0x09 or c == 0x7F for c in value):
+            raise SpecError("componentInvalid")
+        base += component[2].encode() + b": " + value + b"\n"
+    base += SIGNATURE_PARAMS_LINE + str(entry[2]).encode()
+    if len(base) > MAX_BASE:
+        raise SpecError("signatureFieldsMalformed")
+    return base
+
+
+def is_signature_base(data: bytes) -> bool:
+    """§3.3: the inputs a key signs or verifies as signature bases."""
+    return len(data) <= MAX_BASE and data[:1] == b'"' and data[data.rfind(b"\n") + 1:].startswith(SIGNATURE_PARAMS_LINE)
+
+
+def sign_base(key: Key, base: bytes) -> bytes:
+    """§3.1, §3.3."""
+    if not is_signature_base(base):
+        raise SpecError("invalidInput")
+    return key.sign(base)
+
+
+def verify_base(key: Key, base: bytes, signature: bytes) -> bool:
+    """§3.1, §3.3: a signature of another length does not verify."""
+    return is_signature_base(base) and len(signature) == LENGTHS[key.alg] and key.verify(base, signature)
+
+
+def content_digest(body: bytes, algorithms=("sha-256",)) -> str:
+    """§4.1."""
+    return ", ".join("%s=:%s:" % (a, base64.b64encode(DIGEST_ALGORITHMS[a](body).digest()).decode()) for a in algorithms)
+
+
+def claimed_digests(fields):
+    """§4.2 steps 1-4: the claimed digests, in order, as (algorithm, bytes); None without a field."""
+    lines = field_lines(fields, "content-digest")
+    if not lines:
+        return None
+    text = ", ".join(lines)
+    if len(text.encode()) > MAX_DIGEST_FIELD:
+        raise SpecError("contentDigestUnsupported")
+    try:
+        members = parse_sf(text, "dictionary")
+    except ValueError:
+        raise SpecError("contentDigestUnsupported")
+    claimed = []
+    for name, member in members.items():
+        if name in DIGEST_LENGTHS:
+            if not (isinstance(member, http_sfv.Item) and isinstance(member.value, SfBytes) and member.value.padded
+                    and len(member.value) == DIGEST_LENGTHS[name]):
+                raise SpecError("contentDigestUnsupported")
+            claimed.append((name, bytes(member.value)))
+    if not claimed:
+        raise SpecError("contentDigestUnsupported")
+    return claimed
+
+
+def digests_match(claimed, body: bytes) -> bool:
+    """§4.2 step 5: the content digested (§4.1) with the claimed algorithms, in their order, is the claimed list."""
+    return content_digest(body, [a for a, _ in claimed]) == ", ".join("%s=:%s:" % (a, base64.b64encode(v).decode()) for a, v in claimed)
+
+
+def policy_components(policy):
+    """§5.1: the required components, as written."""
+    return [written_identifier(text) for text in policy["requiredComponents"]]
+
+
+def select_entry(entries, policy):
+    """§5.2 step 2; a policy setting both a label and a tag selects the entry of that label only if
+    it carries that tag."""
+    label, tag = policy["label"], policy["tag"]
+    chosen = [e for e in entries if (label is None or e[0] == label) and (tag is None or e[2].params.get("tag") == tag)]
+    if not chosen:
+        raise SpecError("signatureNotFound")
+    return chosen[0]
+
+
+def covers(components, name: str) -> bool:
+    """§5.1: some covered component has that name (whatever its parameters)."""
+    return any(c[0] == name for c in components)
+
+
+def check_coverage(components, policy, fields, body: bytes):
+    """§5.2 step 5."""
+    if policy["coverage"] == "agent":
+        enough = covers(components, "@authority") and (not field_lines(fields, "signature-agent") or covers(components, "signature-agent"))
+    else:
+        enough = covers(components, "@method") and (covers(components, "@target-uri") or covers(components, "@authority") and (
+            covers(components, "@request-target") or covers(components, "@path") and covers(components, "@query"))) and (
+            not body or covers(components, "content-digest"))
+    written = {identifier_key(c) for c in components}
+    if not enough or any(identifier_key(r) not in written for r in policy_components(policy)):
+        raise SpecError("headerNotCovered")
+
+
+def valid_authority(authority: str) -> bool:
+    """§2.3: `host[:port]` as SPEC §2.4-§2.5 read it, and nothing after it."""
+    if any(c in b"/?#" for c in authority.encode()):
+        return False
+    try:
+        canonical_url(b"https://" + authority.encode() + b"/")
+    except SpecError:
+        return False
+    return True
+
+
+def origin_form(target: str) -> bool:
+    """§2.3: an origin-form path (SIGND.md's reading: `/` first; no `#`, `\\`, space, control or
+    non-ASCII byte; each `%` followed by two hex digits)."""
+    t = target.encode()
+    if not t.startswith(b"/") or any(c <= 0x20 or c >= 0x7F or c in b"#\\" for c in t):
+        return False
+    return all(len(h) == 2 and all(x in HEX for x in h) for h in (t[i + 1:i + 3] for i, c in enumerate(t) if c == 0x25))
+
+
+def addressed(origin, request):
+    """§2.3, §5.2 step 8: the request as the server reads it, with the origin's scheme and, when it
+    fixes one, its authority."""
+    if field_lines(request["fields"], "host"):
+        raise SpecError("invalidHeader")
+    if request["authority"] is None or not valid_authority(request["authority"]) or not origin_form(request["target"]):
+        raise SpecError("invalidURL")
+    return {"method": request["method"], "scheme": origin["scheme"], "authority": origin["authority"] or request["authority"],
+            "target": request["target"], "fields": request["fields"]}
+
+
+def replay_nonce(nonce: str) -> bytes:
+    """§5.3."""
+    return hashlib.sha256(RFC9421_NONCE + nonce.encode()).digest()[:RFC9421_NONCE_BYTES]
+
+
+def verify_request(keys, policy, now, origin, request, body: bytes, seen):
+    """§5.2: `keys` by key id, `seen` the (key id, replay nonce) pairs already recorded -> the
+    identity, with the replay nonce recorded (or None) and until when it is kept."""
+    entry = select_entry(read_signature_fields(request["fields"]), policy)
+    params = entry[2].params
+    if entry[3] is None:
+        raise SpecError("signatureFieldsMalformed")
+    alg = params.get("alg")
+    if alg is not None and alg not in SIGNATURE_ALGORITHMS:
+        raise SpecError("signatureAlgorithmUnsupported")
+    key = keys.get(params.get("keyid"))
+    if key is None:
+        raise SpecError("unknownKey")
+    if alg is not None and SIGNATURE_ALGORITHMS[alg] != key.alg:
+        raise SpecError("algorithmMismatch")
+    check_coverage(entry[1], policy, request["fields"], body)
+    created, expires = params.get("created"), params.get("expires")
+    if created is None:
+        raise SpecError("signatureCreatedMissing")
+    if created > now + policy["skew"]:
+        raise SpecError("notYetValid")
+    if now > created + policy["maxAge"] or expires is not None and now > expires:
+        raise SpecError("expired")
+    if policy["nonce"] == "required" and "nonce" not in params:
+        raise SpecError("signatureNonceMissing")
+    if not verify_base(key, signature_base(entry, addressed(origin, request)), entry[3]):
+        raise SpecError("badSignature")
+    claimed = claimed_digests(request["fields"])
+    if claimed is not None and not digests_match(claimed, body):
+        raise SpecError("contentDigestMismatch")
+    nonce = replay_nonce(params["nonce"]) if "nonce" in params else None
+    if (key.kid, nonce) in seen:
+        raise SpecError("replayed")
+    expiry = created + policy["maxAge"] if expires is None else min(expires, created + policy["maxAge"])
+    return {"format": "rfc9421-agent" if policy["coverage"] == "agent" else "rfc9421", "keyID": key.kid,
+            "algorithm": next(n for n, a in SIGNATURE_ALGORITHMS.items() if a == key.alg), "created": created, "expires": expiry,
+            "covered": [c[2] for c in entry[1]], "replayNonce": None if nonce is None else nonce.hex(),
+            "rememberUntil": None if nonce is None else expiry + policy["skew"]}
+
+
+def accept_signature(policy, method: str) -> str:
+    """§5.5: the Accept-Signature field of a 401 refusal."""
+    if policy["coverage"] == "agent":
+        names = ['"@authority"']
+    else:
+        names = ['"@method"', '"@target-uri"'] + (['"content-digest"'] if method in BODY_METHODS else [])
+    components = [written_identifier(n) for n in names]
+    for r in policy_components(policy):
+        if identifier_key(r) not in {identifier_key(c) for c in components}:
+            components.append(r)
+    inner = http_sfv.InnerList([parse_sf(c[2], "item") for c in components])
+    inner.params["created"] = True
+    if policy["nonce"] == "required":
+        inner.params["nonce"] = True
+    inner.params["keyid"] = True
+    if policy["tag"] is not None:
+        inner.params["tag"] = policy["tag"]
+    return "%s=%s" % (policy["label"] or "sig1", inner)
+
+
+def httpsig_outcome(run, name) -> dict:
+    try:
+        return {name: run()}
+    except SpecError as e:
+        return {"error": e.code}
+
+
+def httpsig_message(m):
+    """A vector's message: a request, or a response (status, fields, its request or null)."""
+    if m is None:
+        return None
+    if "status" in m:
+        return {"status": m["status"], "fields": m["fields"], "request": httpsig_message(m["request"])}
+    return {n: m[n] for n in ("method", "scheme", "authority", "target", "fields")}
+
+
+def httpsig_base_case(keys: dict, tc: dict) -> dict:
+    def run():
+        fields = [["Signature-Input", line] for line in tc["signatureInput"]] + [["Signature", line] for line in tc.get("signature", [])]
+        chosen = [e for e in read_signature_fields(fields) if tc["label"] is None or e[0] == tc["label"]]
+        if not chosen:
+            raise SpecError("signatureNotFound")
+        return signature_base(chosen[0], httpsig_message(tc["message"])).decode()
+    return httpsig_outcome(run, "base")
+
+
+def httpsig_sign_case(keys: dict, tc: dict) -> dict:
+    return httpsig_outcome(lambda: b64u(sign_base(keys[tc["key"]], tc["base"].encode())), "signature")
+
+
+def httpsig_verify_case(keys: dict, tc: dict) -> dict:
+    """The verifier's key set: the HMAC key and the public parts of the Ed25519 and P-256 keys."""
+    verifier = {keys[n].kid: keys[n] for n in ("hmac", "ed25519", "p256")}
+    seen = {(kid, replay_nonce(nonce)) for kid, nonce in tc["seen"]}
+    return httpsig_outcome(lambda: verify_request(verifier, tc["policy"], tc["now"], tc["origin"], tc["request"], unb64u(tc["body"]), seen),
+                           "result")
+
+
+def httpsig_digest_case(keys: dict, tc: dict) -> dict:
+    def run():
+        claimed = claimed_digests(tc["fields"])
+        if claimed is None:
+            return {"claimed": None, "matches": None}
+        return {"claimed": [[a, base64.b64encode(v).decode()] for a, v in claimed], "matches": digests_match(claimed, unb64u(tc["body"]))}
+    return httpsig_outcome(run, "result")
+
+
+def httpsig_accept_case(keys: dict, tc: dict) -> dict:
+    return {"field": accept_signature(tc["policy"], tc["method"])}
+
+
+def httpsig_domain_case(keys: dict, tc: dict) -> dict:
+    """Whether the Ed25519 key signs the input as a base, and verifies its own signature of it as one."""
+    key, data = keys["ed25519"], unb64u(tc["input"])
+    try:
+        sign_base(key, data)
+        taken = True
+    except SpecError:
+        taken = False
+    return {"isBase": taken if verify_base(key, data, key.sign(data)) == taken else "sign and verify disagree"}
+
+
+HTTPSIG_GROUPS = {"base": httpsig_base_case, "sign": httpsig_sign_case, "verify": httpsig_verify_case, "digest": httpsig_digest_case,
+                  "accept": httpsig_accept_case, "domain": httpsig_domain_case}
+HTTPSIG_OUTPUTS = {"base": ("base", "error"), "sign": ("signature", "error"), "verify": ("result", "error"), "digest": ("result", "error"),
+                   "accept": ("field",), "domain": ("isBase",)}
+HTTPSIG_CODES = ("signatureFieldsMalformed", "signatureNotFound", "componentMissing", "componentInvalid", "signatureNonceMissing",
+                 "contentDigestMismatch", "contentDigestUnsupported", "signatureFormatsMixed", "signatureCreatedMissing",
+                 "signatureAlgorithmUnsupported")
+# RFC 9421 Appendix B.1.4, B.1.5 keys, and the request of B.2 (test-request)
+RFC9421_HMAC = "uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ"
+HTTPSIG_KEYS = {
+    "hmac": jwk_for("oct", seed("httpsig HMAC key"), kid="hmac"),
+    "ed25519": jwk_for("OKP", seed("httpsig Ed25519 seed")),
+    "p256": jwk_for("EC", seed("httpsig P-256 key"), kid="p256"),
+    "test-shared-secret": {"kty": "oct", "kid": "test-shared-secret", "k": RFC9421_HMAC},
+    "test-key-ed25519": {"kty": "OKP", "crv": "Ed25519", "kid": "test-key-ed25519", "d": "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU",
+                         "x": "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"},
+}
+RFC9421_REQUEST = {"method": "POST", "scheme": "https", "authority": "example.com", "target": "/foo?param=Value&Pet=dog", "fields": [
+    ["Host", "example.com"], ["Date", "Tue, 20 Apr 2021 02:07:55 GMT"], ["Content-Type", "application/json"],
+    ["Content-Digest", "sha-512=:WZDPaVn/7XgHaAy8pmojAkGWoRx2UFChF41A2svX+TaPm+AbwAgBWnrIiYllu7BNNyealdVLvRwEmTHWXvJwew==:"],
+    ["Content-Length", "18"]]}
+RFC9421_B25 = ('sig-b25=("date" "@authority" "content-type");created=1618884473;keyid="test-shared-secret"',
+               '"date": Tue, 20 Apr 2021 02:07:55 GMT\n"@authority": example.com\n"content-type": application/json\n"@signature-params": '
+               '("date" "@authority" "content-type");created=1618884473;keyid="test-shared-secret"',
+               "pxcQw6G3AjtMBQjwo8XzkZf/bws5LelbaMk5rGIGtE8=")
+RFC9421_B26 = ('sig-b26=("date" "@method" "@path" "@authority" "content-type" "content-length");created=1618884473;keyid="test-key-ed25519"',
+               '"date": Tue, 20 Apr 2021 02:07:55 GMT\n"@method": POST\n"@path": /foo\n"@authority": example.com\n"content-type": '
+               'application/json\n"content-length": 18\n"@signature-params": ("date" "@method" "@path" "@authority" "content-type" '
+               '"content-length");created=1618884473;keyid="test-key-ed25519"',
+               "wqcAqbmYJ2ji2glfAMaRy4gruYYnx2nEFN2HN6jrnDnQCK1u02Gb04v9EDgwUPiu4A0w6vuQv5lIp5WPpBKRCw==")
+
+
+def httpsig_codes() -> dict:
+    """§6: the codes this document adds, with their status and advice."""
+    return {name: {"code": CODES[name][0], "status": STATUS_OF[CODES[name][0]], "advice": CODES[name][1]} for name in HTTPSIG_CODES}
+
+
+def generate_httpsig():
+    keys = {n: Key(j) for n, j in HTTPSIG_KEYS.items()}
+    groups = {name: [] for name in HTTPSIG_GROUPS}
+
+    def add(group, comment, want, inputs):
+        case = dict({"tcId": 0, "comment": comment}, **inputs)
+        case.update(HTTPSIG_GROUPS[group](keys, case))
+        got = case.get("error", case.get("isBase", "valid"))
+        assert got == want, (group, comment, got, want)
+        groups[group].append(case)
+        return case
+
+    # ---- base (§2): a message and Signature-Input -> the base or the code -----------------------------------------------------
+    body = b'{"id":42,"note":"caf\xc3\xa9"}'
+    request = {"method": "POST", "scheme": "https", "authority": "api.example.com", "target": "/v1/orders?id=42&sort=desc", "fields": [
+        ["Content-Type", "application/json"], ["Content-Digest", content_digest(body)], ["Date", "Tue, 20 Apr 2021 02:07:56 GMT"],
+        ["Cache-Control", "max-age=60"], ["Cache-Control", "must-revalidate"], ["X-Empty", ""],
+        ["Example-Dict", "a=1,    b=2;x=1;y=2,   c=(a   b   c), d"], ["Example-Header", "value, with, lots"], ["Example-Header", "of, commas"]]}
+    created = ";created=1790000000"
+
+    def msg(**changes):
+        return dict(request, **changes)
+
+    def add_base(comment, want, components=None, params=created, message=None, label=None, inputs=None, signature=None):
+        case = {"message": message or request, "signatureInput": inputs if inputs is not None else ["sig1=(%s)%s" % (components, params)]}
+        if signature is not None:
+            case["signature"] = signature
+        case["label"] = label
+        return add("base", comment, want, case)
+
+    case = add_base("RFC 9421 B.2.5: hmac-sha256 over test-request", "valid", inputs=[RFC9421_B25[0]], message=RFC9421_REQUEST)
+    assert case["base"] == RFC9421_B25[1]
+    case = add_base("RFC 9421 B.2.6: ed25519 over test-request", "valid", inputs=[RFC9421_B26[0]], message=RFC9421_REQUEST)
+    assert case["base"] == RFC9421_B26[1]
+    response = {"status": 503, "fields": [
+        ["Date", "Tue, 20 Apr 2021 02:07:56 GMT"], ["Content-Type", "application/json"], ["Content-Length", "62"],
+        ["Content-Digest", "sha-512=:0Y6iCBzGg5rZtoXS95Ijz03mslf6KAMCloESHObfwnHJDbkkWWQz6PhhU9kxsTbARtY2PTBOzq24uJFpHsMuAg==:"]],
+        "request": dict(RFC9421_REQUEST, fields=[RFC9421_REQUEST["fields"][i] for i in (0, 1, 3, 2, 4)])}
+    case = add_base("RFC 9421 §2.4: a response covering its request's components with req", "valid", message=response, inputs=[
+        'reqres=("@status" "content-digest" "content-type" "@authority";req "@method";req "@path";req "content-digest";req)'
+        ';created=1618884479;keyid="test-key-ecc-p256"'])
+    assert case["base"].startswith('"@status": 503\n"content-digest": sha-512=:0Y6iCBzGg5rZ') and '"@path";req: /foo\n' in case["base"]
+    rfc = {"method": "POST", "scheme": "https", "authority": "www.example.com", "target": "/path?param=value", "fields": []}
+    add_base("RFC 9421 §2.2: every derived component of a request but @query-param", "valid",
+             '"@method" "@target-uri" "@authority" "@scheme" "@request-target" "@path" "@query"', message=rfc)
+    add_base("RFC 9421 §2.2.8: @query-param, an empty value included", "valid",
+             '"@query-param";name="baz" "@query-param";name="qux" "@query-param";name="param"',
+             message=dict(rfc, target="/path?param=value&foo=bar&baz=batman&qux="))
+    add_base("RFC 9421 §2.2.8: @query-param values decoded, then re-encoded (%0A, + as %20, a name with escapes)", "valid",
+             '"@query-param";name="var" "@query-param";name="bar" "@query-param";name="fa%C3%A7ade%22%3A%20"',
+             message=dict(rfc, target="/parameters?var=this%20is%20a%20big%0Amultiline%20value&bar=with+plus+whitespace"
+                                      "&fa%C3%A7ade%22%3A%20=something"))
+    rfc_fields = dict(rfc, fields=[["Host", "www.example.com"], ["Date", "Tue, 20 Apr 2021 02:07:56 GMT"],
+                                   ["X-OWS-Header", "   Leading and trailing whitespace.   "], ["Cache-Control", "max-age=60"],
+                                   ["Cache-Control", "   must-revalidate"], ["Example-Dict", " a=1,    b=2;x=1;y=2,   c=(a   b   c)"],
+                                   ["X-Empty-Header", ""]])
+    add_base("RFC 9421 §2.1: fields: lines trimmed, joined with ', ', an empty value", "valid",
+             '"host" "date" "x-ows-header" "cache-control" "example-dict" "x-empty-header"', message=rfc_fields)
+    add_base("RFC 9421 §2.1.1: sf re-serialises a dictionary", "valid", '"example-dict";sf', message=rfc_fields)
+    rfc_dict = dict(rfc, fields=[["Example-Dict", " a=1, b=2;x=1;y=2, c=(a   b    c), d"]])
+    add_base("RFC 9421 §2.1.2: key: an integer, a Boolean true, an item with parameters, an inner list", "valid",
+             '"example-dict";key="a" "example-dict";key="d" "example-dict";key="b" "example-dict";key="c"', message=rfc_dict)
+    add_base("RFC 9421 §2.1.3: bs: each line base64, joined with ', '", "valid", '"example-header";bs',
+             message=dict(rfc, fields=[["Example-Header", "value, with, lots"], ["Example-Header", "of, commas"]]))
+
+    # §2.3 derived components of a request
+    add_base("§2.3 @authority in lower case without :443 for https; @target-uri with it", "valid", '"@authority" "@target-uri"',
+             message=msg(authority="API.Example.COM:443"))
+    add_base("§2.3 @authority without :80 for http", "valid", '"@authority" "@target-uri" "@scheme"',
+             message=msg(scheme="http", authority="api.example.com:80"))
+    add_base("§2.3 @authority keeps :80 for https", "valid", '"@authority" "@target-uri"', message=msg(authority="api.example.com:80"))
+    add_base("§2.3 @authority keeps :443 for http", "valid", '"@authority" "@target-uri"',
+             message=msg(scheme="http", authority="api.example.com:443"))
+    add_base("§2.3 @authority keeps any other port (:8443 ends in 443)", "valid", '"@authority"', message=msg(authority="api.example.com:8443"))
+    add_base("§2.3 @scheme in lower case, and in @target-uri; the default port of the lower-case scheme", "valid",
+             '"@scheme" "@target-uri" "@authority"', message=msg(scheme="HTTPS", authority="api.example.com:443"))
+    add_base("§2.3 @authority of an IPv6 literal with the default port", "valid", '"@authority"', message=msg(authority="[::1]:443"))
+    add_base("§2.3 @method as received (not upper-cased)", "valid", '"@method"', message=msg(method="get"))
+    add_base("§2.3 @query is ? alone without a query", "valid", '"@path" "@query" "@request-target"', message=msg(target="/v1/orders"))
+    add_base("§2.3 @query is ? alone for an empty query", "valid", '"@path" "@query"', message=msg(target="/v1/orders?"))
+    add_base("§2.3 @path ends at the first ?, @query is everything after it", "valid", '"@path" "@query" "@request-target"',
+             message=msg(target="/a?b?c=d"))
+    add_base("§2.3 @request-target is the target exactly as received (escapes kept)", "valid", '"@request-target" "@path"',
+             message=msg(target="/a%2Fb/%7e?q=%c3%a9"))
+
+    # §2.3 @query-param
+    q = "/search?q=caf%c3%a9+au+lait&star=*&tilde=~&amp=%26&pct=%zz&tail=%4&eq=a=b=c&flag&&&a+b=1&x%20y=2&empty=&dup=1&dup=2&ID=3&=v"
+    add_base("§2.3 @query-param: + is a space, escapes in either case, re-encoded in upper case", "valid", '"@query-param";name="q"',
+             message=msg(target=q))
+    add_base("§2.3 @query-param: * - . _ are kept, ~ is encoded", "valid", '"@query-param";name="star" "@query-param";name="tilde"',
+             message=msg(target=q))
+    add_base("§2.3 @query-param: %26 is data", "valid", '"@query-param";name="amp"', message=msg(target=q))
+    add_base("§2.3 @query-param: a % without two hex digits is itself", "valid", '"@query-param";name="pct" "@query-param";name="tail"',
+             message=msg(target=q))
+    add_base("§2.3 @query-param: split at the first =", "valid", '"@query-param";name="eq"', message=msg(target=q))
+    add_base("§2.3 @query-param: a piece without = has an empty value", "valid", '"@query-param";name="flag" "@query-param";name="empty"',
+             message=msg(target=q))
+    add_base("§2.3 @query-param: the name is compared decoded (+ and %20 are one space)", "valid",
+             '"@query-param";name="a%20b" "@query-param";name="x+y"', message=msg(target=q))
+    add_base("§2.3 @query-param: names are case-sensitive", "componentMissing", '"@query-param";name="id"', message=msg(target="/s?ID=3"))
+    add_base("§2.3 @query-param: an empty name names the piece =v", "valid", '"@query-param";name=""', message=msg(target=q))
+    add_base("§2.3 @query-param: empty pieces are skipped, not parameters with an empty name", "componentMissing", '"@query-param";name=""',
+             message=msg(target="/s?&&a=1&"))
+    add_base("§2.3 @query-param present twice", "componentInvalid", '"@query-param";name="dup"', message=msg(target=q))
+    add_base("§2.3 @query-param absent", "componentMissing", '"@query-param";name="nope"', message=msg(target=q))
+    add_base("§2.3 @query-param without a query", "componentMissing", '"@query-param";name="id"', message=msg(target="/v1/orders"))
+    add_base("§2.3 @query-param of non-ASCII bytes and of an escaped quote", "valid", '"@query-param";name="n"',
+             message=msg(target='/s?n=%22caf%C3%A9%22%FF'))
+
+    # §2.3 fields
+    add_base("§2.3 a field's lines joined with ', ', names compared case-insensitively", "valid", '"cache-control" "content-type"')
+    add_base("§2.3 an empty line is an empty value", "valid", '"x-empty"')
+    add_base("§2.3 an empty line joined with others", "valid", '"x-list"',
+             message=msg(fields=[["X-List", "a"], ["X-List", ""], ["x-list", "b"]]))
+    add_base("§2.3 a value holding a tab and non-ASCII bytes", "valid", '"x-text"', message=msg(fields=[["X-Text", "a\tb caf\u00e9 ~"]]))
+    add_base("§2.3 a field absent", "componentMissing", '"content-type" "x-absent"')
+    add_base("§2.3 key: a member of a field of no known type", "valid", '"x-dict";key="b"',
+             message=msg(fields=[["X-Dict", "a=1, b=(x  y);p=?0"]]))
+    add_base("§2.3 key: over the lines joined", "valid", '"example-dict";key="z"',
+             message=msg(fields=[["Example-Dict", "a=1"], ["Example-Dict", "z=:YWJj:;q"]]))
+    add_base("§2.3 key and sf together: the member", "valid", '"example-dict";key="b";sf "example-dict";sf;key="c"')
+    add_base("§2.3 key: the member absent", "componentMissing", '"example-dict";key="e"')
+    add_base("§2.3 key: a value that is no dictionary", "componentInvalid", '"content-type";key="a"')
+    add_base("§2.3 key: the field absent", "componentMissing", '"x-absent";key="a"')
+    add_base("§2.3 sf: every dictionary type", "valid", " ".join('"%s";sf' % n for n, t in SF_FIELD_TYPES.items() if t == "dictionary"),
+             message=msg(fields=[[n, "a=1,  b=?0;x, c=(1   2);y=\"z\""] for n, t in SF_FIELD_TYPES.items() if t == "dictionary"]))
+    add_base("§2.3 sf: every list type and the item type", "valid", " ".join('"%s";sf' % n for n, t in SF_FIELD_TYPES.items() if t != "dictionary"),
+             message=msg(fields=[[n, "1.50;a=tok,   (\"x\"   y)" if t == "list" else "1.50;a=tok"] for n, t in SF_FIELD_TYPES.items()
+                                 if t != "dictionary"]))
+    add_base("§2.3 sf: a list's lines joined, then parsed", "valid", '"example-list";sf',
+             message=msg(fields=[["Example-List", "a,  b"], ["Example-List", "c"]]))
+    add_base("§2.3 sf: a field of no known type", "componentInvalid", '"x-dict";sf', message=msg(fields=[["X-Dict", "a=1"]]))
+    add_base("§2.3 sf: a dictionary type whose value is a list", "componentInvalid", '"example-dict";sf',
+             message=msg(fields=[["Example-Dict", "1, 2"]]))
+    add_base("§2.3 sf: a list type whose value is a dictionary", "componentInvalid", '"example-list";sf',
+             message=msg(fields=[["Example-List", "a=1"]]))
+    add_base("§2.3 sf: the item type whose value is a list", "componentInvalid", '"example-item";sf',
+             message=msg(fields=[["Example-Item", "1, 2"]]))
+    add_base("§2.3 sf: RFC 9651's Date is no RFC 8941 value", "componentInvalid", '"example-item";sf',
+             message=msg(fields=[["Example-Item", "@1659578233"]]))
+    add_base("§2.3 sf: RFC 9651's Display String is no RFC 8941 value", "componentInvalid", '"example-dict";sf',
+             message=msg(fields=[["Example-Dict", 'a=%"caf%c3%a9"']]))
+    add_base("§2.3 sf: an empty dictionary is the empty value", "valid", '"example-dict";sf', message=msg(fields=[["Example-Dict", ""]]))
+    add_base("§2.3 sf: an empty item does not parse", "componentInvalid", '"example-item";sf', message=msg(fields=[["Example-Item", ""]]))
+    add_base("§2.3 sf: RFC 8941 §4.2.7, a byte sequence without padding or with non-zero pad bits is read, and padded", "valid",
+             '"example-dict";sf', message=msg(fields=[["Example-Dict", "a=:YQ:, b=:YR==:, c=:YWI=:, d=::"]]))
+    add_base("§2.3 sf: a byte sequence with = inside does not parse", "componentInvalid", '"example-dict";sf',
+             message=msg(fields=[["Example-Dict", "a=:YQ==YQ==:"]]))
+    add_base("§2.3 sf: a byte sequence of a length of 1 modulo 4 does not parse", "componentInvalid", '"example-dict";key="a"',
+             message=msg(fields=[["Example-Dict", "a=:YWJjZ:"]]))
+    add_base("§2.3 sf: more padding than needed does not parse", "componentInvalid", '"example-dict";key="a"',
+             message=msg(fields=[["Example-Dict", "a=:YWI==:"]]))
+    add_base("§2.3 sf: base64url's alphabet is not base64's", "componentInvalid", '"example-dict";key="a"',
+             message=msg(fields=[["Example-Dict", "a=:Y-8_:"]]))
+    add_base("§2.3 sf: an unterminated inner list does not parse", "componentInvalid", '"example-list";sf',
+             message=msg(fields=[["Example-List", "(1 2"]]))
+    big = "a=" + "1" * 10 + ", " + "x=\"" + "y" * (MAX_SF_FIELD - 18) + "\""
+    assert len(big) == MAX_SF_FIELD
+    add_base("§2.6 a field of 16384 bytes is parsed for key", "valid", '"example-dict";key="a"', message=msg(fields=[["Example-Dict", big]]))
+    add_base("§2.6 a field of 16385 bytes is not parsed for key", "componentInvalid", '"example-dict";key="a"',
+             message=msg(fields=[["Example-Dict", big[:-1] + 'y"']]))
+    add_base("§2.6 a field of 16384 bytes is parsed for sf (its lines joined)", "valid", '"example-dict";sf',
+             message=msg(fields=[["Example-Dict", big[:8000]], ["Example-Dict", big[8002:]]]))
+    add_base("§2.6 a field of 16385 bytes is not parsed for sf", "componentInvalid", '"example-dict";sf',
+             message=msg(fields=[["Example-Dict", big[:8000]], ["Example-Dict", big[8002:-1] + 'y"']]))
+    add_base("§2.3 bs: an empty line and non-ASCII bytes", "valid", '"x-text";bs',
+             message=msg(fields=[["X-Text", "caf\u00e9"], ["X-Text", ""]]))
+    add_base("§2.3 bs: the field absent", "componentMissing", '"x-absent";bs')
+
+    # §2.3 responses, req
+    resp = {"status": 200, "fields": [["Content-Type", "text/plain"], ["X-Cache", "hit"]], "request": msg()}
+    add_base("§2.3 a response: @status, its own fields, its request's with req", "valid",
+             '"@status" "content-type" "content-type";req "@method";req "@target-uri";req "@query-param";req;name="sort"', message=resp)
+    add_base("§2.3 a response: a field only its request has, without req", "componentMissing", '"content-digest"', message=resp)
+    add_base("§2.3 a response: bs and req", "valid", '"example-header";bs;req', message=resp)
+    add_base("§2.3 a response: a derived component without req", "componentInvalid", '"@status" "@method"', message=resp)
+    add_base("§2.3 a response: @query-param without req", "componentInvalid", '"@query-param";name="id"', message=resp)
+    add_base("§2.3 a response: @status;req is the request's, which has none", "componentMissing", '"@status";req', message=resp)
+    add_base("§2.3 a response whose request is not known: req", "componentMissing", '"@status" "@method";req',
+             message=dict(resp, request=None))
+    add_base("§2.3 a response whose request is not known: its own components", "valid", '"@status" "x-cache"',
+             message=dict(resp, request=None, status=404))
+    add_base("§2.3 req in a request's signature", "componentInvalid", '"@method";req')
+    add_base("§2.3 req on a field in a request's signature", "componentInvalid", '"content-type";req')
+    add_base("§2.3 @status in a request", "componentMissing", '"@method" "@status"')
+
+    # §2.2 identifiers
+    add_base("§2.2 a field name of every tchar", "valid", '"x!#$%&\'*+-.^_`|~09"', message=msg(fields=[["x!#$%&'*+-.^_`|~09", "v"]]))
+    add_base("§2.2 a field name of 128 bytes", "valid", '"%s"' % ("x" * 128), message=msg(fields=[["x" * 128, "v"]]))
+    add_base("§2.2 a field name of 129 bytes", "componentInvalid", '"%s"' % ("x" * 129), message=msg(fields=[["x" * 129, "v"]]))
+    add_base("§2.2 an empty name", "componentInvalid", '""')
+    add_base("§2.2 an upper-case field name", "componentInvalid", '"Content-Type"')
+    add_base("§2.2 a field name with a byte outside tchar", "componentInvalid", '"x/y"')
+    add_base("§2.2 a token, not a string", "componentInvalid", 'content-type')
+    add_base("§2.2 an integer, not a string", "componentInvalid", '1')
+    add_base("§2.2 an unknown derived component", "componentInvalid", '"@fragment"')
+    add_base("§2.2 @signature-params is not a component", "componentInvalid", '"@signature-params"')
+    add_base("§2.2 a derived component with sf", "componentInvalid", '"@method";sf')
+    add_base("§2.2 a derived component with key", "componentInvalid", '"@authority";key="a"')
+    add_base("§2.2 a derived component with bs", "componentInvalid", '"@path";bs')
+    add_base("§2.2 @query-param without name", "componentInvalid", '"@query-param"')
+    add_base("§2.2 name on another derived component", "componentInvalid", '"@query";name="id"')
+    add_base("§2.2 name on a field", "componentInvalid", '"content-type";name="a"')
+    add_base("§2.2 bs with sf", "componentInvalid", '"example-dict";bs;sf')
+    add_base("§2.2 bs with key", "componentInvalid", '"example-dict";key="a";bs')
+    add_base("§2.2 sf must be the Boolean true", "componentInvalid", '"example-dict";sf=?0')
+    add_base("§2.2 bs must be the Boolean true", "componentInvalid", '"example-header";bs=1')
+    add_base("§2.2 req must be the Boolean true", "componentInvalid", '"@method";req="yes"')
+    add_base("§2.2 key must be a string", "componentInvalid", '"example-dict";key=a')
+    add_base("§2.2 name must be a string", "componentInvalid", '"@query-param";name=id')
+    add_base("§2.2 tr (trailers) is refused", "componentInvalid", '"content-type";tr')
+    add_base("§2.2 any other parameter is refused", "componentInvalid", '"content-type";x=1')
+    add_base("§2.2 any other parameter is refused, a string too", "componentInvalid", '"content-type";x="a"')
+    add_base("§2.2 a field name of 1 byte", "valid", '"x"', message=msg(fields=[["X", "1"]]))
+    add_base("§2.2 parameters written back in the order written", "valid", '"example-dict";key="a";sf "example-dict";sf;key="b"')
+    add_base("§2.2 a repeated parameter: RFC 8941 keeps one, at its first place, with its last value", "valid",
+             '"example-dict";key="x";sf;key="a"')
+    add_base("§2.1 the same identifier twice", "componentInvalid", '"content-type" "@method" "content-type"')
+    add_base("§2.1 the same identifier twice, parameters in another order", "componentInvalid", '"example-dict";key="a";sf "example-dict";sf;key="a"')
+    add_base("§2.1 the same name with other parameters is another identifier", "valid",
+             '"example-dict" "example-dict";sf "example-dict";key="a" "example-dict";key="b" "example-header";bs')
+
+    # §2.1 entries
+    add_base("§2.1 no components", "valid", "")
+    add_base("§2.1 created = 0", "valid", '"@method"', ";created=0")
+    add_base("§2.1 created < 0", "signatureFieldsMalformed", '"@method"', ";created=-1")
+    add_base("§2.1 expires < 0", "signatureFieldsMalformed", '"@method"', ";created=1;expires=-1")
+    add_base("§2.1 created not an integer (a decimal)", "signatureFieldsMalformed", '"@method"', ";created=1.0")
+    add_base("§2.1 created not an integer (a Boolean)", "signatureFieldsMalformed", '"@method"', ";created")
+    add_base("§2.1 expires not an integer (a string)", "signatureFieldsMalformed", '"@method"', ';expires="1"')
+    for name in ("nonce", "alg", "keyid", "tag"):
+        add_base("§2.1 %s of 256 bytes" % name, "valid", '"@method"', ';%s="%s"' % (name, "n" * 256))
+        add_base("§2.6 %s of 257 bytes" % name, "signatureFieldsMalformed", '"@method"', ';%s="%s"' % (name, "n" * 257))
+        add_base("§2.1 %s not a string (a token)" % name, "signatureFieldsMalformed", '"@method"', ";%s=abc" % name)
+    add_base("§2.6 a nonce of 256 bytes once its escape is read (258 as written)", "valid", '"@method"', ';nonce="%s\\""' % ("n" * 255))
+    add_base("§2.1 other parameters kept in place, RFC 8941 serialised", "valid", '"@method"',
+             ';keyid="k";x=1.50;created=1;y=:YWJj:;z=?1;t=tok;alg="ed25519";s="a\\"b"')
+    add_base("§2.1 an entry that is no inner list", "signatureFieldsMalformed", inputs=['sig1="@method"'])
+    add_base("§2.1 32 components", "valid", " ".join('"x-%d"' % i for i in range(32)),
+             message=msg(fields=[["x-%d" % i, str(i)] for i in range(32)]))
+    add_base("§2.6 33 components", "signatureFieldsMalformed", " ".join('"x-%d"' % i for i in range(33)),
+             message=msg(fields=[["x-%d" % i, str(i)] for i in range(33)]))
+    add_base("§2.1 33 components refused before any is read", "signatureFieldsMalformed", '"@bad" ' + " ".join('"x-%d"' % i for i in range(32)))
+    add_base("§2.1 components are read before parameters", "componentInvalid", '"@bad"', ";created=-1")
+    add_base("§2.1 a duplicate before the parameters", "componentInvalid", '"@method" "@method"', ";created=-1")
+    add_base("§2.1 entries in order: an invalid component in the first", "componentInvalid",
+             inputs=['sig1=("@bad");created=1, sig2=("@method");created=-1'], label="sig2")
+    add_base("§2.1 entries in order: an invalid parameter in the first", "signatureFieldsMalformed",
+             inputs=['sig1=("@method");created=-1, sig2=("@bad");created=1'], label="sig2")
+    add_base("§2.1 an entry other than the one read is read too (§5.2 step 1)", "signatureFieldsMalformed",
+             inputs=['sig1=("@method");created=1', 'sig2=("@method");created=-1'])
+    add_base("§2.1 lines joined: the second line's entry", "valid", inputs=['sig1=("@method");created=1', 'sig2=("@path");created=2'],
+             label="sig2")
+    add_base("§2.1 a label given twice: the last member, in the first one's place", "valid",
+             inputs=['sig1=("@method");created=1, sig2=("@path")', 'sig1=("@authority");created=3'])
+    add_base("§2.1 the label read is absent", "signatureNotFound", '"@method"', label="sig2")
+    add_base("§2.1 no Signature-Input line (a Signature that does not parse)", "signatureNotFound", inputs=[], signature=["(("])
+    add_base("§2.1 Signature-Input not a dictionary", "signatureFieldsMalformed", inputs=['sig1=("@method"'])
+    add_base("§2.1 Signature-Input with an upper-case key", "signatureFieldsMalformed", inputs=['Sig1=("@method")'])
+    add_base("§2.1 Signature not a dictionary", "signatureFieldsMalformed", '"@method"', signature=["sig1=:AAAA:, ,"])
+    add_base("§2.1 Signature's members are not read for the base", "valid", '"@method"', signature=['sig1="x", sig2=(1 2)'])
+    add_base("§2.1 an empty Signature-Input: no entry", "signatureNotFound", inputs=[""])
+    eight = ", ".join("s%d=()" % i for i in range(1, 9))
+    add_base("§2.1 8 Signature-Input members", "valid", inputs=[eight], label="s8")
+    add_base("§2.6 9 Signature-Input members", "signatureFieldsMalformed", inputs=[eight + ", s9=()"], label="s8")
+    add_base("§2.1 8 Signature members", "valid", '"@method"', signature=[", ".join("s%d=:AAAA:" % i for i in range(1, 9))])
+    add_base("§2.6 9 Signature members", "signatureFieldsMalformed", '"@method"', signature=[", ".join("s%d=:AAAA:" % i for i in range(1, 10))])
+    head = 'sig1=("@method");created=1;pad="'
+    add_base("§2.1 Signature-Input of 8192 bytes", "valid", inputs=[head + "p" * (MAX_SIGNATURE_FIELD - len(head) - 1) + '"'])
+    add_base("§2.6 Signature-Input of 8193 bytes", "signatureFieldsMalformed", inputs=[head + "p" * (MAX_SIGNATURE_FIELD - len(head)) + '"'])
+    line1 = head + "p" * 4000 + '"'
+    add_base("§2.6 Signature-Input of 8193 bytes once its lines are joined", "signatureFieldsMalformed",
+             inputs=[line1, 's2=();x="%s"' % ("p" * (MAX_SIGNATURE_FIELD + 1 - len(line1) - 2 - 10))])
+    shead = 'sig1=:AAAA:, pad="'
+    add_base("§2.1 Signature of 8192 bytes", "valid", '"@method"', signature=[shead + "p" * (MAX_SIGNATURE_FIELD - len(shead) - 1) + '"'])
+    add_base("§2.6 Signature of 8193 bytes", "signatureFieldsMalformed", '"@method"',
+             signature=[shead + "p" * (MAX_SIGNATURE_FIELD - len(shead)) + '"'])
+
+    # §2.5 the base: control bytes and its size
+    add_base("§2.5 a tab in a value", "valid", '"@path"', message=msg(target="/a\tb"))
+    add_base("§2.5 a space and ~ in a value", "valid", '"@path"', message=msg(target="/a b~"))
+    for byte in (0x00, 0x01, 0x0A, 0x1F, 0x7F):
+        add_base("§2.5 the byte 0x%02X in a value" % byte, "componentInvalid", '"@path"', message=msg(target="/a%cb" % byte))
+    add_base("§2.5 a control byte in @query", "componentInvalid", '"@query"', message=msg(target="/a?b=\x01"))
+    add_base("§2.5 components in order: a missing one before an invalid one", "componentMissing", '"x-absent" "@path"',
+             message=msg(target="/a\x01"))
+    add_base("§2.5 components in order: an invalid one before a missing one", "componentInvalid", '"@path" "x-absent"',
+             message=msg(target="/a\x01"))
+    pad_line = ("sig1=(\"x-pad\")%s" % created)
+    fixed = len(b'"x-pad": \n"@signature-params": ("x-pad")' + created.encode())
+    add_base("§2.5 a base of 65536 bytes", "valid", inputs=[pad_line], message=msg(fields=[["X-Pad", "p" * (MAX_BASE - fixed)]]))
+    add_base("§2.6 a base of 65537 bytes", "signatureFieldsMalformed", inputs=[pad_line],
+             message=msg(fields=[["X-Pad", "p" * (MAX_BASE - fixed + 1)]]))
+    add_base("§2.6 the base's size is checked once it is made: a component missing after 65537 bytes", "componentMissing",
+             '"x-pad" "x-absent"', message=msg(fields=[["X-Pad", "p" * MAX_BASE]]))
+
+    # ---- sign (§3.1, §3.3): deterministic signatures over bases -----------------------------------------------------------------
+    def add_sign(comment, key, base):
+        return add("sign", comment, "valid", {"key": key, "base": base})
+
+    case = add_sign("RFC 9421 B.2.5: hmac-sha256 with the B.1.5 secret", "test-shared-secret", RFC9421_B25[1])
+    assert unb64u(case["signature"]) == base64.b64decode(RFC9421_B25[2])
+    case = add_sign("RFC 9421 B.2.6: ed25519 with the B.1.4 key", "test-key-ed25519", RFC9421_B26[1])
+    assert unb64u(case["signature"]) == base64.b64decode(RFC9421_B26[2])
+    bases = [c["base"] for c in groups["base"] if "base" in c]
+    add_sign("§3.3 a base of 65536 bytes", "hmac", [b for b in bases if len(b.encode()) == MAX_BASE][0])
+    for key in ("hmac", "ed25519"):
+        add_sign("§3.1 %s: the smallest base" % key, key, '"@signature-params": ()')
+        add_sign("§3.1 %s: a request's base" % key, key, bases[3])
+        add_sign("§3.1 %s: a response's base" % key, key, bases[2])
+        add_sign("§3.1 %s: a base with non-ASCII bytes" % key, key, [b for b in bases if "caf\u00e9" in b][0])
+
+    # ---- domain (§3.3) ------------------------------------------------------------------------------------------------------------
+    def add_domain(comment, want, data: bytes):
+        return add("domain", comment, want, {"input": b64u(data)})
+
+    real = bases[3].encode()
+    add_domain("§3.3 a base §2.5 makes", True, real)
+    add_domain("§3.3 the smallest base", True, b'"@signature-params": ()')
+    add_domain("§3.3 one line: the whole input is the last line", True, b'"@signature-params": ("@method");created=1')
+    add_domain("§3.3 only the first byte and the last line are read", True, b'"\nanything\n"@signature-params": x')
+    add_domain("§3.3 a CR before the last LF is part of an earlier line", True, b'"a": b\r\n"@signature-params": ()')
+    add_domain("§3.3 65536 bytes", True, [b for b in bases if len(b.encode()) == MAX_BASE][0].encode())
+    add_domain("§3.3 65537 bytes", False, b'"' + b"x" * (MAX_BASE - len(b'"\n"@signature-params": ()') + 1) + b'\n"@signature-params": ()')
+    add_domain("§3.3 the empty input", False, b"")
+    add_domain("§3.3 a quote alone", False, b'"')
+    add_domain("§3.3 a base with a LF after it", False, real + b"\n")
+    add_domain("§3.3 the last line without the space", False, b'"@signature-params":()')
+    add_domain("§3.3 the parameters line not last", False, b'"@signature-params": ()\n"@method": GET')
+    add_domain("§3.3 a first byte other than the quote", False, b' "@signature-params": ()')
+    add_domain("§3.3 a base's last line after another first byte", False, b'x\n"@signature-params": ()')
+    hk = keys["hmac"]
+    add_domain("§3.3 a wtoken's signing input (SPEC §4) is no base", False,
+               signing_input(hk.alg, hk.kid, bytes(32), bytes(32), CREATED, 60, NONCES[0], b""))
+    add_domain("§3.3 a signed message's input (SPEC §10) is no base", False, message_input(hk, "signcore-challenge/1", real))
+
+    # ---- digest (§4) ---------------------------------------------------------------------------------------------------------------
+    hello = b'{"hello": "world"}'
+    s256, s512 = (base64.b64encode(f(hello).digest()).decode() for f in (hashlib.sha256, hashlib.sha512))
+
+    def add_digest(comment, want, lines, content=hello):
+        return add("digest", comment, want, {"fields": [["Content-Digest", line] for line in lines] + [["Content-Type", "application/json"]],
+                                             "body": b64u(content)})
+
+    add_digest("§4.2 no Content-Digest: nothing claimed", "valid", [])
+    add_digest("RFC 9530: sha-256", "valid", ["sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:"])
+    add_digest("RFC 9530: sha-512", "valid",
+               ["sha-512=:WZDPaVn/7XgHaAy8pmojAkGWoRx2UFChF41A2svX+TaPm+AbwAgBWnrIiYllu7BNNyealdVLvRwEmTHWXvJwew==:"])
+    add_digest("§4.2 both, in the order claimed", "valid", ["sha-512=:%s:, sha-256=:%s:" % (s512, s256)])
+    add_digest("§4.2 other content: no match", "valid", ["sha-256=:%s:" % s256], hello + b"\n")
+    add_digest("§4.2 one of two digests does not match", "valid", ["sha-256=:%s:, sha-512=:%s:" % (s256, s512[:-4] + "AA==")])
+    add_digest("§4.2 empty content", "valid", [content_digest(b"")], b"")
+    add_digest("§4.2 empty content, another's digest", "valid", ["sha-256=:%s:" % s256], b"")
+    add_digest("§4.2 the lines joined with ', '", "valid", ["sha-256=:%s:" % s256, "sha-512=:%s:" % s512])
+    add_digest("§4.2 other members ignored, whatever their value", "valid", ["md5=:AAAA:, sha-256=:%s:, id-sha-256=?0, x=(1 2)" % s256])
+    add_digest("§4.2 parameters on a digest are not read", "valid", ["sha-256=:%s:;x=1" % s256])
+    add_digest("§4.2 a member given twice: the last value, in the first one's place", "valid",
+               ["sha-256=:%s:, sha-512=:%s:, sha-256=:%s:" % (base64.b64encode(bytes(32)).decode(), s512, s256)])
+    add_digest("§4.2 non-zero pad bits are read (RFC 8941 §4.2.7)", "valid", ["sha-256=:%s:" % (s256[:-2] + "F=")])
+    add_digest("§4.2 only other members", "contentDigestUnsupported", ["md5=:AAAA:, sha-384=:AAAA:"])
+    add_digest("§4.2 an empty field: no member", "contentDigestUnsupported", [""])
+    add_digest("§4.2 sha-256 of 31 bytes", "contentDigestUnsupported", ["sha-256=:%s:" % base64.b64encode(bytes(31)).decode()])
+    add_digest("§4.2 sha-256 of 33 bytes", "contentDigestUnsupported", ["sha-256=:%s:" % base64.b64encode(bytes(33)).decode()])
+    add_digest("§4.2 sha-512 of 32 bytes", "contentDigestUnsupported", ["sha-512=:%s:" % s256])
+    add_digest("§4.2 sha-512 of 63 bytes", "contentDigestUnsupported", ["sha-512=:%s:" % base64.b64encode(bytes(63)).decode()])
+    add_digest("§4.2 sha-512 of 65 bytes", "contentDigestUnsupported", ["sha-512=:%s:" % base64.b64encode(bytes(65)).decode()])
+    add_digest("§4.2 a valid digest, then an invalid one", "contentDigestUnsupported", ["sha-256=:%s:, sha-512=:AAAA:" % s256])
+    add_digest("§4.2 a digest as a string", "contentDigestUnsupported", ['sha-256="%s"' % s256])
+    add_digest("§4.2 a digest as a token", "contentDigestUnsupported", ["sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE"])
+    add_digest("§4.2 a digest as an inner list", "contentDigestUnsupported", ["sha-256=(:%s:)" % s256])
+    add_digest("§4.2 a digest as a Boolean", "contentDigestUnsupported", ["sha-256"])
+    add_digest("§4.2 a digest without padding", "contentDigestUnsupported", ["sha-256=:%s:" % s256.rstrip("=")])
+    add_digest("§4.2 a digest with = inside", "contentDigestUnsupported", ["sha-256=:%s:" % (s256[:20] + "=" + s256[21:])])
+    add_digest("§4.2 a digest in base64url", "contentDigestUnsupported", ["sha-256=:%s:" % base64.urlsafe_b64encode(bytes([0xfb, 0xff, 0xbf] * 10 + [0, 0])).decode()])
+    add_digest("§4.2 not a dictionary (upper-case key)", "contentDigestUnsupported", ["SHA-256=:%s:" % s256])
+    add_digest("§4.2 not a dictionary (a trailing comma)", "contentDigestUnsupported", ["sha-256=:%s:," % s256])
+    pad = ", x=\"" + "p" * (MAX_DIGEST_FIELD - len("sha-256=:%s:, x=\"\"" % s256)) + '"'
+    add_digest("§2.6 Content-Digest of 8192 bytes", "valid", ["sha-256=:%s:%s" % (s256, pad)])
+    first = "sha-256=:%s:, x=\"%s\"" % (s256, "p" * (MAX_DIGEST_FIELD + 1 - 5 - len("sha-256=:%s:, x=\"\"" % s256)))
+    add_digest("§2.6 Content-Digest of 8193 bytes (joined)", "contentDigestUnsupported", [first, "y=1"])
+
+    # ---- accept (§5.5) -------------------------------------------------------------------------------------------------------------
+    policy = {"coverage": "request", "requiredComponents": [], "maxAge": 300, "skew": 30, "nonce": "required", "label": None, "tag": None}
+
+    def pol(**changes):
+        return dict(policy, **changes)
+
+    def add_accept(comment, p, method="POST"):
+        return add("accept", comment, "valid", {"policy": p, "method": method})
+
+    case = add_accept("§5.5 the example: a POST under the default policy", policy)
+    assert case["field"] == 'sig1=("@method" "@target-uri" "content-digest");created;nonce;keyid'
+    add_accept("§5.5 a GET: no content-digest", policy, "GET")
+    add_accept("§5.5 a PUT", policy, "PUT")
+    add_accept("§5.5 a PATCH", policy, "PATCH")
+    add_accept("§5.5 a DELETE", policy, "DELETE")
+    add_accept("§5.5 nonces optional: no nonce parameter", pol(nonce="optional"))
+    add_accept("§5.5 the policy's label", pol(label="proof"))
+    add_accept("§5.5 the policy's tag", pol(tag="app-v1"), "GET")
+    add_accept("§5.5 a tag with a quote and a backslash, serialised as an sf-string", pol(tag='a"b\\c'), "GET")
+    add_accept("§5.5 required components after the coverage's, as written", pol(requiredComponents=['"content-type"', '"example-dict";key="a";sf']))
+    add_accept("§5.5 a required component already named is not named again", pol(requiredComponents=['"@method"', '"content-digest"']))
+    add_accept("§5.5 content-digest required on a GET", pol(requiredComponents=['"content-digest"']), "GET")
+    add_accept("§5.5 a required component with other parameters is another one", pol(requiredComponents=['"content-digest";sf']))
+    add_accept("§5.5 agent coverage: @authority", pol(coverage="agent"), "GET")
+    case = add_accept("§5.5, §7 Web Bot Auth's policy", pol(coverage="agent", tag="web-bot-auth", nonce="optional", maxAge=60), "GET")
+    assert case["field"] == 'sig1=("@authority");created;keyid;tag="web-bot-auth"'
+    add_accept("§5.5 agent coverage with required components, on a POST", pol(coverage="agent", requiredComponents=['"signature-agent"', '"@authority"']))
+
+    # ---- verify (§5) ---------------------------------------------------------------------------------------------------------------
+    now = CREATED + 100
+    origin = {"scheme": "https", "authority": None}
+    content = b'{"id":42,"note":"caf\xc3\xa9"}'
+    nonces = iter(b64u(seed("httpsig nonce %d" % i)[:16]) for i in range(1000))
+    other = Key(jwk_for("OKP", seed("httpsig another Ed25519 seed")))
+    standard = '"@method" "@target-uri" "content-digest" "content-type"'
+
+    def vrequest(method="POST", authority="api.example.com", target="/v1/orders?id=42", fields=(), body=content, digest=True):
+        head = [["Content-Type", "application/json"]] + ([["Content-Digest", content_digest(body)]] if digest and body else [])
+        return {"method": method, "authority": authority, "target": target, "fields": head + [list(f) for f in fields]}, body
+
+    def params(key="hmac", created=now - 10, expires=now + 50, nonce=True, alg=True, keyid=True, tag=None, extra=""):
+        k = keys[key] if key in keys else other
+        out = "" if created is None else ";created=%d" % created
+        out += "" if expires is None else ";expires=%d" % expires
+        out += ';nonce="%s"' % next(nonces) if nonce is True else "" if nonce is None else ";nonce=%s" % nonce
+        out += ';alg="%s"' % [n for n, a in SIGNATURE_ALGORITHMS.items() if a == k.alg][0] if alg is True else "" if alg is None else ';alg="%s"' % alg
+        out += ';keyid="%s"' % k.kid if keyid is True else "" if keyid is None else ';keyid="%s"' % keyid
+        return out + ("" if tag is None else ';tag="%s"' % tag) + extra
+
+    def sign(req, key="hmac", components=standard, p=None, label="sig1", at=origin, signature=None):
+        """`req` with an entry `label` signed by `key` (the reference's base); `signature` turns the
+        signature's bytes into the Signature member's value."""
+        k = keys[key] if key in keys else other
+        member = "%s=(%s)%s" % (label, components, params(key) if p is None else p)
+        fields = req["fields"] + [["Signature-Input", member]]
+        try:
+            entry = [e for e in read_signature_fields(fields) if e[0] == label][0]
+            raw = k.sign(signature_base(entry, addressed(at, dict(req, fields=fields))))
+        except SpecError:
+            raw = bytes(64)
+        value = signature(raw) if signature else ":%s:" % base64.b64encode(raw).decode()
+        return dict(req, fields=fields + [["Signature", "%s=%s" % (label, value)]])
+
+    def add_verify(comment, want, req, body=content, p=policy, at=origin, seen=(), when=now):
+        return add("verify", comment, want, {"policy": p, "now": when, "origin": at, "request": req, "body": b64u(body),
+                                             "seen": [list(s) for s in seen]})
+
+    def add_signed(comment, want, key="hmac", components=standard, p=None, label="sig1", policy_=policy, at=origin, signature=None,
+                   seen=(), when=now, received=None, **request_args):
+        req, body = vrequest(**request_args)
+        return add_verify(comment, want, sign(req, key, components, p, label, at, signature), body if received is None else received,
+                          policy_, at, seen, when)
+
+    # accepted
+    case = add_signed("§5.2 hmac-sha256: a POST with its content", "valid")
+    add_signed("§5.2 ed25519 (the key known by its thumbprint)", "valid", "ed25519")
+    case_p = add_signed("§5.2 ecdsa-p256-sha256", "valid", "p256")
+    sig = [f[1] for f in case_p["request"]["fields"] if f[0] == "Signature"][0]
+    raw = base64.b64decode(sig[len("sig1=:"):-1])
+    r_, s_ = raw[:32], int.from_bytes(raw[32:], "big")
+    high = dict(case_p["request"], fields=case_p["request"]["fields"][:-1] + [
+        ["Signature", "sig1=:%s:" % base64.b64encode(r_ + (P256_N - s_).to_bytes(32, "big")).decode()]])
+    add_verify("§3.1 ecdsa-p256-sha256 with n - s verifies too", "valid", high, seen=())
+    long_sig = dict(case_p["request"], fields=case_p["request"]["fields"][:-1] + [
+        ["Signature", "sig1=:%s:" % base64.b64encode(r_ + b"\x00" + raw[32:]).decode()]])
+    add_verify("§3.1 an ecdsa-p256-sha256 signature of 65 bytes (r, a zero byte, s) does not verify", "badSignature", long_sig)
+    add_signed("§5.2 a GET without content: @method and @target-uri", "valid", components='"@method" "@target-uri"', method="GET",
+               body=b"", target="/v1/orders/42")
+    add_signed("§5.1 the target as @authority and @request-target", "valid", "ed25519", '"@method" "@authority" "@request-target" "content-digest"')
+    add_signed("§5.1 the target as @authority, @path and @query", "valid", "p256", '"@query" "@path" "@authority" "@method" "content-digest"')
+    add_signed("§5.2 no alg: the key's algorithm", "valid", "ed25519", p=params("ed25519", alg=None))
+    add_signed("§5.2 no expires: the identity expires at created + maximum age", "valid", p=params(expires=None))
+    add_signed("§5.2 expires after created + maximum age: the earlier", "valid", p=params(expires=now + 1000))
+    add_signed("§5.2 expires before created + maximum age", "valid", p=params(created=now - 200, expires=now + 5))
+    add_signed("§5.1 nonces optional: a signature without one, nothing recorded", "valid", p=params(nonce=None),
+               policy_=pol(nonce="optional"))
+    add_signed("§5.1 nonces optional: a signature with one records it", "valid", p=params(), policy_=pol(nonce="optional"))
+    add_signed("§5.3 a nonce with an escaped quote: the string's bytes", "valid", p=params(nonce='"a\\"b"'))
+    add_signed("§5.1 another maximum age and skew", "valid", p=params(created=now - 100, expires=None), policy_=pol(maxAge=120, skew=5))
+    add_signed("§5.2 created = now + skew", "valid", p=params(created=now + 30))
+    add_signed("§5.2 now = created + maximum age", "valid", p=params(created=now - 300, expires=None))
+    add_signed("§5.2 now = expires", "valid", p=params(expires=now))
+    add_signed("§5.2 step 2: a policy without a tag takes an entry with one", "valid", p=params(tag="app"))
+    add_signed("§5.2 a POST without content need not cover content-digest", "valid", components='"@method" "@target-uri"', body=b"")
+    add_signed("§5.2 content of one byte must be covered", "headerNotCovered", components='"@method" "@target-uri"', body=b"x",
+               digest=False)
+    add_signed("§5.1 content-digest covered with sf", "valid", components='"@method" "@target-uri" "content-digest";sf')
+    add_signed("§4 both digests claimed", "valid", components='"@method" "@target-uri" "content-digest"', digest=False,
+               fields=[["Content-Digest", content_digest(content, ("sha-512", "sha-256"))]])
+    add_signed("§4.2 Content-Digest without content, not covered: it must match the empty content", "valid",
+               components='"@method" "@target-uri"', body=b"", fields=[["Content-Digest", content_digest(b"")]])
+    add_signed("§4.2 Content-Digest without content, not covered, another content's digest", "contentDigestMismatch",
+               components='"@method" "@target-uri"', body=b"", fields=[["Content-Digest", content_digest(b"x")]])
+    add_signed("§5.1 required components covered", "valid", "ed25519",
+               '"@method" "@target-uri" "content-digest" "content-type" "@query-param";name="id" "example-dict";sf;key="a"',
+               policy_=pol(requiredComponents=['"content-type"', '"@query-param";name="id"', '"example-dict";key="a";sf']),
+               fields=[["Example-Dict", "a=1"]])
+    add_signed("§5.1 a required component covered with other parameters is not covered", "headerNotCovered", "ed25519",
+               '"@method" "@target-uri" "content-digest" "content-type";bs', policy_=pol(requiredComponents=['"content-type"']))
+    add_signed("§5.1 a required component not covered", "headerNotCovered", components='"@method" "@target-uri" "content-digest"',
+               policy_=pol(requiredComponents=['"content-type"']))
+    add_signed("§5.1 agent coverage: @authority", "valid", "ed25519", '"@authority"', method="GET", body=b"", policy_=pol(coverage="agent"))
+    add_signed("§7 Web Bot Auth: agent coverage, its tag, signature-agent covered with key", "valid", "ed25519",
+               '"@authority" "signature-agent";key="sig1"', p=params("ed25519", nonce=None, tag="web-bot-auth", expires=now + 50),
+               policy_=pol(coverage="agent", tag="web-bot-auth", nonce="optional", maxAge=60), method="GET", body=b"",
+               fields=[["Signature-Agent", 'sig1="https://agent.example"']])
+    add_signed("§7.1 agent coverage: signature-agent covered without key", "valid", "ed25519", '"@authority" "signature-agent"',
+               policy_=pol(coverage="agent"), method="GET", body=b"", fields=[["Signature-Agent", '"https://agent.example"']])
+    add_signed("§7.1 agent coverage: Signature-Agent sent but not covered", "headerNotCovered", "ed25519", '"@authority"',
+               policy_=pol(coverage="agent"), method="GET", body=b"", fields=[["Signature-Agent", '"https://agent.example"']])
+    add_signed("§5.1 agent coverage without @authority", "headerNotCovered", "ed25519", '"@method" "@target-uri"',
+               policy_=pol(coverage="agent"), method="GET", body=b"")
+    add_signed("§5.1 agent coverage does not ask for content-digest", "valid", "ed25519", '"@authority"', policy_=pol(coverage="agent"))
+    add_signed("§2.3 the origin's scheme: http, its default port dropped", "valid", "ed25519", at={"scheme": "http", "authority": None},
+               authority="api.example.com:80")
+    add_signed("§2.3 the origin's authority, not the request's", "valid", "ed25519", at={"scheme": "https", "authority": "api.example.com"},
+               authority="internal.example:8443")
+    add_signed("§2.3 the request's authority in lower case, without :443", "valid", authority="API.Example.com:443")
+    add_signed("§2.3 an IPv6 literal authority", "valid", authority="[2001:db8::1]:8443")
+    add_signed("§2.3 a target with every byte the origin form allows", "valid", components='"@method" "@target-uri"', method="GET",
+               body=b"", target="/~!$&'()*+,;=:@-._/%2F%c3%a9?a=/?&b")
+
+    # §5.2 step 1-3
+    req, _ = vrequest()
+    add_verify("§5.2 step 1: no Signature-Input", "signatureNotFound", req)
+    add_verify("§5.2 step 1: a Signature but no Signature-Input", "signatureNotFound",
+               dict(req, fields=req["fields"] + [["Signature", "sig1=:AAAA:"]]))
+    add_verify("§5.2 step 1 before step 9: no Signature-Input and a Content-Digest that does not parse", "signatureNotFound",
+               dict(req, fields=[["Content-Type", "application/json"], ["Content-Digest", "sha-256=:AAAA:"]]))
+    add_verify("§5.2 step 1: Signature-Input does not parse", "signatureFieldsMalformed",
+               dict(req, fields=req["fields"] + [["Signature-Input", "sig1=("]]))
+    add_signed("§5.2 step 1: an invalid component", "componentInvalid", components='"@method" "@target-uri" "@fragment"')
+    add_signed("§5.2 step 2: the policy's label", "valid", "ed25519", label="proof", policy_=pol(label="proof"))
+    add_signed("§5.2 step 2: the policy's label absent", "signatureNotFound", "ed25519", policy_=pol(label="proof"))
+    two = sign(sign(vrequest()[0], "hmac", p=params("hmac", expires=now - 1)), "ed25519", label="sig2")
+    add_verify("§5.2 step 2: the labelled entry; the first (expired) is not checked", "valid", two, p=pol(label="sig2"))
+    add_verify("§5.2 step 2: without a label, the first", "expired", two)
+    tagged = sign(sign(sign(vrequest()[0], "hmac", p=params("hmac", tag="a")), "p256", label="sig2",
+                        p=params("p256", tag="b")), "ed25519", label="sig3", p=params("ed25519", tag="b"))
+    add_verify("§5.2 step 2: the first entry with the policy's tag", "valid", tagged, p=pol(tag="b"))
+    add_verify("§5.2 step 2: no entry with the policy's tag", "signatureNotFound", tagged, p=pol(tag="c"))
+    add_verify("§5.2 step 2: the label's entry with the policy's tag", "valid", tagged, p=pol(label="sig3", tag="b"))
+    add_verify("§5.2 step 2: the label's entry without the policy's tag", "signatureNotFound", tagged, p=pol(label="sig1", tag="b"))
+    add_verify("§5.2 step 2: a tag is compared exactly", "signatureNotFound", tagged, p=pol(tag="B"))
+    unsigned = dict(two, fields=[f for f in two["fields"] if not (f[0] == "Signature" and f[1].startswith("sig1="))])
+    add_verify("§5.2 step 2: another entry without a signature is not checked", "valid", unsigned, p=pol(label="sig2"))
+    add_verify("§5.2 step 3: the selected entry without a signature", "signatureFieldsMalformed", unsigned)
+    bad_other = dict(two, fields=two["fields"] + [["Signature-Input", 'sig3=("@method");created=-1']])
+    add_verify("§5.2 step 1 before step 2: another entry that §2.1 refuses", "signatureFieldsMalformed", bad_other, p=pol(label="sig2"))
+    req, body = vrequest()
+    signed_req = sign(req)
+    add_verify("§5.2 step 3: no Signature field at all", "signatureFieldsMalformed",
+               dict(signed_req, fields=[f for f in signed_req["fields"] if f[0] != "Signature"]))
+    add_verify("§2.1 step 4: the Signature member under another label", "signatureFieldsMalformed",
+               dict(signed_req, fields=signed_req["fields"][:-1] + [["Signature", signed_req["fields"][-1][1].replace("sig1=", "sig2=")]]))
+    add_signed("§2.1 step 4: a signature with parameters", "signatureFieldsMalformed", signature=lambda raw: ":%s:;x=1" % base64.b64encode(raw).decode())
+    add_signed("§2.1 step 4: a signature that is a string", "signatureFieldsMalformed", signature=lambda raw: '"%s"' % base64.b64encode(raw).decode())
+    add_signed("§2.1 step 4: a signature in an inner list", "signatureFieldsMalformed", signature=lambda raw: "(:%s:)" % base64.b64encode(raw).decode())
+    add_signed("§2.1 step 4: a signature without padding", "signatureFieldsMalformed", "ed25519",
+               signature=lambda raw: ":%s:" % base64.b64encode(raw).decode().rstrip("="))
+    add_signed("§2.1 step 4: an HMAC signature without padding", "signatureFieldsMalformed",
+               signature=lambda raw: ":%s:" % base64.b64encode(raw).decode().rstrip("="))
+
+    # §5.2 step 4
+    add_signed("§5.2 step 4: an algorithm §1 refuses", "signatureAlgorithmUnsupported", p=params(alg="rsa-pss-sha512"))
+    add_signed("§5.2 step 4: algorithm names are case-sensitive", "signatureAlgorithmUnsupported", "ed25519", p=params("ed25519", alg="Ed25519"))
+    add_signed("§5.2 step 4: the algorithm before the key id", "signatureAlgorithmUnsupported", p=params(alg="hs2019", keyid=None))
+    add_signed("§5.2 step 4: no keyid", "unknownKey", p=params(keyid=None))
+    add_signed("§5.2 step 4: a keyid no key has", "unknownKey", p=params(keyid="hmac-2027"))
+    add_signed("§5.2 step 4: keyids are compared byte for byte", "unknownKey", p=params(keyid="HMAC"))
+    add_signed("§5.2 step 4: the key's id before alg", "unknownKey", p=params(keyid="nobody", alg="ed25519"))
+    add_signed("§5.2 step 4: alg names another algorithm than the key's", "algorithmMismatch", "ed25519", p=params("ed25519", alg="hmac-sha256"))
+    add_signed("§5.2 step 4: ecdsa named for an Ed25519 key", "algorithmMismatch", "ed25519", p=params("ed25519", alg="ecdsa-p256-sha256"))
+    add_signed("§5.2 step 4 before step 5", "algorithmMismatch", "p256", '"@path"', p=params("p256", alg="ed25519"))
+
+    # §5.2 step 5
+    add_signed("§5.2 step 5: @method not covered", "headerNotCovered", components='"@target-uri" "content-digest"')
+    add_signed("§5.2 step 5: no target covered", "headerNotCovered", components='"@method" "content-digest" "@path" "@query"')
+    add_signed("§5.2 step 5: @authority and @path without @query", "headerNotCovered", components='"@method" "@authority" "@path" "content-digest"')
+    add_signed("§5.2 step 5: @authority and @query without @path", "headerNotCovered", components='"@method" "@authority" "@query" "content-digest"')
+    add_signed("§5.2 step 5: @request-target without @authority", "headerNotCovered", components='"@method" "@request-target" "content-digest"')
+    add_signed("§5.2 step 5: @authority alone", "headerNotCovered", components='"@method" "@authority" "content-digest"')
+    add_signed("§5.2 step 5: content not bound", "headerNotCovered", components='"@method" "@target-uri" "content-type"')
+    add_signed("§5.2 step 5 before step 6", "headerNotCovered", components='"@target-uri"', p=params(created=None))
+
+    # §5.2 step 6-7
+    add_signed("§5.2 step 6: no created", "signatureCreatedMissing", p=params(created=None))
+    add_signed("§5.2 step 6 before step 7", "signatureCreatedMissing", p=params(created=None, nonce=None))
+    add_signed("§5.2 step 6: created = now + skew + 1", "notYetValid", p=params(created=now + 31, expires=None))
+    add_signed("§5.2 step 6: created in the future, under another skew", "notYetValid", p=params(created=now + 6),
+               policy_=pol(skew=5))
+    add_signed("§5.2 step 6: now = created + maximum age + 1", "expired", p=params(created=now - 301, expires=None))
+    add_signed("§5.2 step 6: another maximum age", "expired", p=params(created=now - 61), policy_=pol(maxAge=60))
+    add_signed("§5.2 step 6: now = expires + 1 (no skew after expires)", "expired", p=params(expires=now - 1))
+    add_signed("§5.2 step 6 before step 7: not yet valid", "notYetValid", p=params(created=now + 100, nonce=None))
+    add_signed("§5.2 step 6: not yet valid before expired", "notYetValid", p=params(created=now + 100, expires=now - 1))
+    add_signed("§5.2 step 6 before step 7: expired", "expired", p=params(created=now - 400, nonce=None))
+    add_signed("§5.2 step 7: no nonce", "signatureNonceMissing", p=params(nonce=None))
+    add_signed("§5.2 step 7 before step 8", "signatureNonceMissing", p=params(nonce=None), target="/a#b")
+
+    # §5.2 step 8
+    add_signed("§2.3 a Host field besides :authority", "invalidHeader", fields=[["Host", "api.example.com"]])
+    add_signed("§2.3 a Host field before a bad target", "invalidHeader", fields=[["Host", "api.example.com"]], target="*")
+    add_signed("§2.3 no authority", "invalidURL", authority=None)
+    for authority in ("api.example.com/x", "api.example.com?x", "api.example.com#x", "user@api.example.com", "api.example.com:0",
+                      "api.example.com:65536", "api example.com", ""):
+        add_signed("§2.3 an authority that is not host[:port]: %r" % authority, "invalidURL", authority=authority)
+    for target in ("*", "https://api.example.com/v1/orders", "v1/orders", "/a#b", "/a b", "/a\\b", "/a%zz", "/a%4", "/caf\u00e9", "/a\x7f",
+                   "/a\x01"):
+        add_signed("§2.3 a target that is not an origin-form path: %r" % target, "invalidURL", target=target)
+    add_signed("§2.3 the request is read even when the origin fixes the authority", "invalidURL",
+               at={"scheme": "https", "authority": "api.example.com"}, authority="a@b")
+    add_signed("§5.2 step 8: a covered field absent", "componentMissing", components=standard + ' "x-absent"')
+    add_signed("§5.2 step 8: content-digest covered, no Content-Digest field", "componentMissing", digest=False)
+    add_signed("§5.2 step 8: @status in a request", "componentMissing", components=standard + ' "@status"')
+    add_signed("§5.2 step 8: req in a request", "componentInvalid", components=standard + ' "@method";req')
+    add_signed("§5.2 step 8: sf on a field of no known type", "componentInvalid", components=standard + ' "content-type";sf')
+    add_signed("§5.2 step 8: a base over 65536 bytes", "signatureFieldsMalformed", components=standard + ' "x-pad"',
+               fields=[["X-Pad", "p" * MAX_BASE]])
+    add_signed("§5.2 step 8: a signature by another key", "badSignature", "ed25519Other", p=params("ed25519"))
+    req, body = vrequest()
+    signed_req = sign(req)
+    changed = dict(signed_req, fields=[["Content-Type", "text/plain"]] + signed_req["fields"][1:])
+    add_verify("§5.2 step 8: a covered field changed", "badSignature", changed)
+    add_verify("§5.2 step 8: the target changed", "badSignature", dict(signed_req, target="/v1/orders?id=43"))
+    add_verify("§5.2 step 8: the method changed", "badSignature", dict(signed_req, method="PUT"))
+    add_verify("§5.2 step 8: the authority changed", "badSignature", dict(signed_req, authority="api.example.org"))
+    add_verify("§5.2 step 8: another scheme", "badSignature", signed_req, at={"scheme": "http", "authority": None})
+    add_verify("§5.2 step 8: another fixed authority", "badSignature", signed_req, at={"scheme": "https", "authority": "api.example.org"})
+    add_signed("§3.1 an HMAC tag of 31 bytes", "badSignature", signature=lambda raw: ":%s:" % base64.b64encode(raw[:31]).decode())
+    add_signed("§3.1 an Ed25519 signature of 63 bytes", "badSignature", "ed25519", signature=lambda raw: ":%s:" % base64.b64encode(raw[:63]).decode())
+    add_signed("§3.1 an empty signature", "badSignature", "p256", signature=lambda raw: "::")
+    add_signed("§5.2 step 8: parameters changed after signing", "badSignature",
+               signature=lambda raw: ":%s:" % base64.b64encode(keys["hmac"].sign(b'"@signature-params": ()')).decode())
+
+    # §5.2 step 9-10
+    add_signed("§5.2 step 9: Content-Digest does not match the content", "contentDigestMismatch", received=content + b" ",
+               fields=[["X-Note", "the content was changed after signing"]])
+    req, body = vrequest()
+    bad_digest = dict(req, fields=[["Content-Type", "application/json"], ["Content-Digest", "sha-256=:AAAA:"]])
+    add_verify("§5.2 step 9: Content-Digest does not parse (146 after the signature verifies)", "contentDigestUnsupported", sign(bad_digest))
+    add_verify("§5.2 step 8 before step 9: a bad signature and a Content-Digest that does not parse", "badSignature",
+               dict(sign(bad_digest), method="PUT"))
+    add_signed("§5.2 step 9: Content-Digest of no known algorithm", "contentDigestUnsupported", components='"@method" "@target-uri"',
+               body=b"", fields=[["Content-Digest", "sha-384=:AAAA:"]])
+    n = next(nonces)
+    replay = sign(vrequest()[0], "hmac", p=params(nonce='"%s"' % n))
+    add_verify("§5.2 step 10: a nonce recorded before under the key", "replayed", replay, seen=[("hmac", n)])
+    add_verify("§5.3 the same nonce under another key", "valid", replay, seen=[(keys["ed25519"].kid, n), ("hmac", n + "x")])
+    add_verify("§5.2 step 9 before step 10", "contentDigestMismatch", replay, body=content + b"!", seen=[("hmac", n)])
+    add_verify("§5.2 step 10: a signature without a nonce records nothing, nothing is replayed", "valid",
+               sign(vrequest()[0], "hmac", p=params(nonce=None)), p=pol(nonce="optional"), seen=[("hmac", n)])
+    add_verify("§5.2 the request's other fields do not matter", "valid", dict(replay, fields=replay["fields"] + [["X-Later", "1"]]))
+
+    # ---- the file -----------------------------------------------------------------------------------------------------------------
+    number = 0
+    for name in HTTPSIG_GROUPS:
+        for c in groups[name]:
+            number += 1
+            c["tcId"] = number
+    return dict({"spec": "SignCore/3 httpsig 1", "algorithm": "httpsig",
+                 "header": "docs/HTTPSIG.md §8. base: a message (a request, or a response with its request or null) and Signature-Input "
+                           "(and Signature) lines, the label read (null: the first entry) -> the base or the error. sign: a key and a base -> "
+                           "the signature (base64url). verify: a policy, now, the server's origin (its authority null when it fixes none), "
+                           "a request (its authority null: none received) and its content (base64url), the (key id, nonce) pairs already "
+                           "in the replay guard -> the identity, the replay nonce (hex) and until when it is kept, or the error; the "
+                           "verifier's keys are hmac and the public parts of ed25519 and p256. digest: Content-Digest lines and content -> "
+                           "the claimed digests (null: none claimed) and whether they match, or the error. accept: a policy and a method "
+                           "-> Accept-Signature. domain: an input -> whether the ed25519 key signs it as a signature base. codes: §6's "
+                           "codes 140-149",
+                 "numberOfTests": number, "keys": HTTPSIG_KEYS, "codes": httpsig_codes()}, **groups)
+
+
 def write(name, doc):
     (VECTORS / name).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     print(f"{name}: {doc['numberOfTests']} cases")
@@ -3666,12 +4872,12 @@ def check():
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
     generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
                  "message.json": generate_message}
-    checked = ("canonical_url.json", "wtoken.json", "attest.json", "device.json", "ratelimit.json")  # checked case by case, not regenerated
+    checked = ("canonical_url.json", "wtoken.json", "attest.json", "device.json", "ratelimit.json", "httpsig.json")  # checked case by case, not regenerated
     files = sorted(p.name for p in VECTORS.glob("*.json"))
     for name in files:
         expect(name in generated or name in checked, f"{name}: no check for this vector file")
     for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json",
-                 "device.json", "ratelimit.json"):
+                 "device.json", "ratelimit.json", "httpsig.json"):
         expect(name in files, f"{name} is missing")
     if "attest.json" in files:  # ATTEST §8: every case of every section, from its inputs
         stored = json.loads((VECTORS / "attest.json").read_text())
@@ -3706,6 +4912,18 @@ def check():
                 got = run(keys, tc)
                 expect(got == want, f"ratelimit {section} {tc['tcId']}: {got.get('error', got['result'])}")
         expect(count == stored["numberOfTests"], "ratelimit.json: numberOfTests")
+    if "httpsig.json" in files:  # HTTPSIG §8: every case of every group, from its inputs
+        stored = json.loads((VECTORS / "httpsig.json").read_text())
+        keys = {n: Key(j) for n, j in stored["keys"].items()}
+        count = 0
+        for group, run in HTTPSIG_GROUPS.items():
+            for tc in stored[group]:
+                count += 1
+                want = {k: tc[k] for k in HTTPSIG_OUTPUTS[group] if k in tc}
+                got = run(keys, tc)
+                expect(got == want, f"httpsig {group} {tc['tcId']}: {got}")
+        expect(count == stored["numberOfTests"], "httpsig.json: numberOfTests")
+        expect(stored["codes"] == httpsig_codes(), "httpsig.json: codes")
     for name in [n for n in files if n in generated or n == "wtoken.json"]:
         fresh = generated[name]() if name in generated else None
         stored = json.loads((VECTORS / name).read_text())
@@ -3750,6 +4968,9 @@ if __name__ == "__main__":
         write("attest.json", generate_attest())
         write("device.json", generate_device())
         write("ratelimit.json", generate_ratelimit())
+        write("httpsig.json", generate_httpsig())
+    elif sys.argv[1:] == ["generate", "httpsig"]:
+        write("httpsig.json", generate_httpsig())
     elif sys.argv[1:] == ["generate", "ratelimit"]:
         write("ratelimit.json", generate_ratelimit())
     elif sys.argv[1:] == ["generate", "device"]:
