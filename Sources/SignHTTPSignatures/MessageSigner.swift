@@ -93,7 +93,8 @@ extension MessageSigner {
     /// §5.5): its first member's label, components and `tag`; `created`, `nonce` and `keyid` are
     /// always sent (the Boolean parameters ask for them). Nil when the field is absent, over 8 KiB
     /// or no dictionary, or its first member is not an inner list of components this profile
-    /// reads, or asks for a key or algorithm other than this key's (`keyid="…"`, `alg="…"`).
+    /// reads, or asks for less than the method and target, or for a key or algorithm other than
+    /// this key's (`keyid="…"`, `alg="…"`).
     public init?(key: SigningKey, accepting response: HTTPResponse, clock: @escaping @Sendable () -> Int64 = SystemClock.seconds) {
         guard let value = response.headerFields[SignatureFields.acceptSignature], value.utf8.count <= SignatureFields.maxFieldBytes else { return nil }
         var parser = StructuredFieldValueParser(Array(value.utf8))
@@ -115,7 +116,12 @@ extension MessageSigner {
             default: continue
             }
         }
-        guard SignatureFields.isLabel(label) else { return nil }
+        // Never less than the request itself (docs/HTTPSIG.md §5.1's request coverage): a field
+        // that asks for less, from whoever wrote it, gets no signature.
+        let names = Set(components.map(\.name))
+        guard SignatureFields.isLabel(label), names.contains("@method"),
+              names.contains("@target-uri") || (names.contains("@authority") && (names.contains("@request-target") || names.isSuperset(of: ["@path", "@query"])))
+        else { return nil }
         self.init(key: key, components: components, label: label, tag: tag, keyID: keyID, clock: clock)
     }
 }

@@ -261,7 +261,7 @@ import Testing
         try await signer.sign(&second, body: [1, 2])
         #expect(try await Self.verify(checker, second, body: [1, 2]).coveredHeaders == ["content-type", "content-digest"])
         // A field asking for another key or algorithm, or none: no signer.
-        for value in ["sig1=(\"@method\");keyid=\"someone-else\"", "sig1=(\"@method\");alg=\"rsa-pss-sha512\"", "sig1=\"x\"", "("] {
+        for value in ["sig1=(\"@method\" \"@target-uri\");keyid=\"someone-else\"", "sig1=();created;keyid", "sig1=(\"@authority\");tag=\"web-bot-auth\"", "sig1=(\"@method\" \"@target-uri\");alg=\"rsa-pss-sha512\"", "sig1=\"x\"", "("] {
             #expect(MessageSigner(key: key, accepting: HTTPResponse(status: .unauthorized, headerFields: [SignatureFields.acceptSignature: value])) == nil)
         }
         #expect(MessageSigner(key: key, accepting: HTTPResponse(status: .unauthorized)) == nil)

@@ -92,6 +92,11 @@ import Testing
         #expect(response.headerFields[.contentType] == KeyDirectory.contentType)
         let proven = KeyDirectory.keys(status: 200, fields: response.headerFields, body: body, request: request, now: Self.now)
         #expect(proven.map(\.id) == [Self.agentKey.thumbprint.description, other.thumbprint.description])
+        // A key of another kind beside them (RSA here) is skipped, not the directory.
+        var withRSA = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        withRSA["keys"] = [["kty": "RSA", "n": "AQAB", "e": "AQAB"]] + (withRSA["keys"] as? [Any] ?? [])
+        let mixed = Array(try JSONSerialization.data(withJSONObject: withRSA))
+        #expect(KeyDirectory.keys(status: 200, fields: response.headerFields, body: mixed, request: request, now: Self.now).count == 2)
         // A key added to the body on the way signed nothing: not proven.
         let intruder = try SigningKey.generate(.ed25519)
         let padded = Array(try JWK.serialize([Self.agentKey, intruder], includePrivate: false).utf8)

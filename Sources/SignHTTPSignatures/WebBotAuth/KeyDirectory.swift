@@ -39,8 +39,14 @@ public enum KeyDirectory {
     /// returned: a directory proves only the keys that prove themselves. Each key's id is its thumbprint.
     public static func keys(status: Int, fields: HTTPFields, body: [UInt8], request: MessageComponents.RequestParts, now: Int64,
                             skew: Int64 = 30) -> [SigningKey] {
-        guard status == 200, body.count <= maxBytes, let parsed = try? body.withUnsafeBytes({ try JWK.parseKeys(bytes: $0) }) else { return [] }
-        let candidates = parsed.prefix(maxKeys).compactMap { key -> SigningKey? in
+        // Each key parsed on its own: a key of another kind (RSA, X25519, `use: enc`) is skipped, not the directory.
+        guard status == 200, body.count <= maxBytes, let document = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+              let members = document["keys"] as? [Any] else { return [] }
+        let parsed = members.prefix(maxKeys).compactMap { member -> SigningKey? in
+            guard let json = try? JSONSerialization.data(withJSONObject: member) else { return nil }
+            return try? JWK.parseKey(String(decoding: json, as: UTF8.self))
+        }
+        let candidates = parsed.compactMap { key -> SigningKey? in
             switch key.algorithm {
             case .ed25519: try? SigningKey.ed25519(publicKey: key.publicKey)
             case .p256: try? SigningKey.p256(publicKey: key.publicKey)
@@ -80,6 +86,8 @@ public final class KeyDirectories: Sendable {
     let transport: any KeyDirectoryTransport
     let clock: @Sendable () -> Int64
     private let entries = Locked<[String: Entry]>([:])
+    /// The keys each origin last proved (one entry per allowed origin at most).
+    private let previous = Locked<[String: [SigningKey]]>([:])
 
     enum Entry {
         case fetched(keys: [SigningKey], until: Int64)
@@ -152,8 +160,16 @@ public final class KeyDirectories: Sendable {
             }
         }
         let until = clock() + lifetime
-        entries.withLock { $0[origin] = keys.map { Entry.fetched(keys: $0, until: until) } ?? Entry.failed(until: until) }
-        return keys
+        return entries.withLock { entries in
+            // A failed refetch keeps the keys last proven for one more minute (the directory may be back by then).
+            if keys == nil, case .fetching = entries[origin], let kept = previous.withLock({ $0[origin] }) {
+                entries[origin] = .fetched(keys: kept, until: until)
+                return kept
+            }
+            entries[origin] = keys.map { Entry.fetched(keys: $0, until: until) } ?? Entry.failed(until: until)
+            if let keys { previous.withLock { $0[origin] = keys } }
+            return keys
+        }
     }
 
     /// `Cache-Control: max-age`, held to 60 s - 1 day.
