@@ -134,7 +134,6 @@ public struct ComponentIdentifier: Sendable, Hashable, CustomStringConvertible {
     public static let query = ComponentIdentifier(plain: "@query")
     public static let status = ComponentIdentifier(plain: "@status")
     public static let contentDigest = ComponentIdentifier(plain: "content-digest")
-    public static let signatureAgent = ComponentIdentifier(plain: "signature-agent")
 
     /// A component without parameters whose name is known valid (the constants above).
     private init(plain name: String) {

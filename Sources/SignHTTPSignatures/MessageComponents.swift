@@ -128,9 +128,9 @@ public struct MessageComponents: Sendable {
         }
         let combined = lines.joined(separator: ", ")
         if let key = component.key {
-            let dictionary = try StructuredFieldTypes.dictionary(combined, field: component.name)
+            let dictionary = try StructuredFieldTypes.dictionary(combined)
             guard let member = dictionary[key] else { throw Self.missing("a dictionary member") }
-            return try StructuredFieldTypes.serialize([member], field: component.name)
+            return try StructuredFieldTypes.serialize([member])
         }
         if component.structured { return try StructuredFieldTypes.reserialize(combined, field: component.name) }
         return combined

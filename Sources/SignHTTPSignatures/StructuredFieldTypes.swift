@@ -19,7 +19,7 @@ enum StructuredFieldTypes {
     /// The most bytes of a field parsed as a structured field here.
     static let maxFieldBytes = 16 << 10
 
-    static func dictionary(_ value: String, field: String) throws(SignCoreError) -> OrderedMap<String, ItemOrInnerList> {
+    static func dictionary(_ value: String) throws(SignCoreError) -> OrderedMap<String, ItemOrInnerList> {
         guard value.utf8.count <= maxFieldBytes else { throw invalid }
         var parser = StructuredFieldValueParser(Array(value.utf8))
         do { return try parser.parseDictionaryFieldValue() } catch { throw invalid }
@@ -115,7 +115,7 @@ enum StructuredFieldTypes {
     }
 
     /// One dictionary member's value (an item with its parameters, or an inner list) serialised.
-    static func serialize(_ members: [ItemOrInnerList], field: String) throws(SignCoreError) -> String {
+    static func serialize(_ members: [ItemOrInnerList]) throws(SignCoreError) -> String {
         var serializer = StructuredFieldValueSerializer()
         var normal: [ItemOrInnerList] = []
         for member in members { normal.append(try normalized(member)) }
