@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypesHTTP1
+import NIOHTTPTypesHTTP2
 
 /// The HTTP/1 request line as received, before it becomes an `HTTPRequest`: that conversion
 /// reads an absolute-form target (`GET http://other/admin HTTP/1.1`) as its path and drops its
@@ -22,7 +23,7 @@ final class AbsoluteFormGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Hummingbird adds its extra handlers after the conversion: this one puts the guard just
-    /// before it, then leaves. Should that fail (a pipeline laid out otherwise), the connection
+    /// before it, then leaves (on an HTTP/2 stream, it just leaves). Should that fail (a pipeline laid out otherwise), the connection
     /// is closed: without the guard an absolute-form target would lose its authority.
     final class Installer: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Never
@@ -30,8 +31,12 @@ final class AbsoluteFormGuard: ChannelInboundHandler, RemovableChannelHandler {
         func handlerAdded(context: ChannelHandlerContext) {
             let pipeline = context.pipeline.syncOperations
             do {
-                let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
-                try pipeline.addHandler(AbsoluteFormGuard(), position: .before(codec))
+                if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
+                    try pipeline.addHandler(AbsoluteFormGuard(), position: .before(codec))
+                } else {
+                    // An HTTP/2 stream: its `:path` and `:authority` arrive apart, never as one target.
+                    _ = try pipeline.handler(type: HTTP2FramePayloadToHTTPServerCodec.self)
+                }
                 pipeline.removeHandler(context: context, promise: nil)
             } catch {
                 context.close(promise: nil)

@@ -31,7 +31,10 @@ public final class Gateway: Service {
     /// The device registry on PostgreSQL, whose notifications signd listens to (nil in memory).
     let deviceRegistry: PostgresDeviceRegistry?
     let routes: GatewayRoutes
-    let upstream: UpstreamClient.Endpoint
+    /// nil for a signd that answers forward auth alone.
+    let upstream: UpstreamClient.Endpoint?
+    /// The listener's certificate, when signd terminates TLS.
+    let certificate: ServerCertificate?
     let origin: ServerOrigin
     let names: SignHeaderNames
     let identity: ProxyMiddleware.IdentityFields
@@ -54,10 +57,17 @@ public final class Gateway: Service {
         self.onMetricsListening = onMetricsListening
         _ = try Self.address(configuration.listen, member: "listen")
         if let metrics = configuration.metrics { _ = try Self.address(metrics.listen, member: "metrics.listen") }
-        guard let endpoint = UpstreamClient.Endpoint(configuration.upstream) else {
-            throw SignCoreError(.invalidConfiguration, "configuration: upstream is http(s)://host[:port], without a path")
+        if let text = configuration.upstream {
+            guard let endpoint = UpstreamClient.Endpoint(text) else {
+                throw SignCoreError(.invalidConfiguration, "configuration: upstream is http(s)://host[:port], without a path")
+            }
+            upstream = endpoint
+        } else {
+            upstream = nil
         }
-        upstream = endpoint
+        certificate = try configuration.tls.map { tls throws(SignCoreError) in
+            try ServerCertificate(chainFile: tls.certificateChain, keyFile: tls.privateKey)
+        }
         let keys = try KeyReloader.load(configuration.keys.files, allowPrivateKeys: configuration.keys.allowPrivateKeys)
         let replayGuard: any ReplayGuard
         switch configuration.replay.store {
@@ -103,7 +113,7 @@ public final class Gateway: Service {
                          algorithm: try Self.fieldName(fields.algorithm), verdict: try Self.fieldName(fields.verdict),
                          attestation: try Self.fieldName(fields.attestation))
         trustedProxies = configuration.trustedProxies.compactMap(IPNetwork.init)  // each checked when parsed
-        monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: endpoint, interval: .seconds(2), metrics: metrics)
+        monitor = StatusMonitor(verifier: verifier, store: postgresGuard, upstream: upstream, interval: .seconds(2), metrics: metrics)
         routes = try GatewayRoutes(configuration: configuration)
         let attestation: AttestationGate?
         if let settings = configuration.attestation {
@@ -194,23 +204,34 @@ public final class Gateway: Service {
     public func run() async throws {
         let configuration = self.configuration
         let (host, port) = try Self.address(configuration.listen, member: "listen")
-        let upstreamClient: UpstreamClient
+        let upstreamClient: UpstreamClient?
         do {
-            upstreamClient = try UpstreamClient(endpoint: upstream, maxConnections: configuration.upstreamConnections,
-                                                connectTimeout: .seconds(configuration.upstreamConnectTimeout))
+            upstreamClient = try upstream.map {
+                try UpstreamClient(endpoint: $0, maxConnections: configuration.upstreamConnections,
+                                   connectTimeout: .seconds(configuration.upstreamConnectTimeout))
+            }
         } catch {
             throw SignCoreError(.invalidConfiguration, "configuration: upstream: TLS could not be set up (\(error))")
         }
         let router = Router(context: GatewayRequestContext.self)
+        if let forwardAuth = configuration.forwardAuth {
+            var own: Set<String> = [forwardAuth.path, configuration.healthPath, configuration.readyPath]
+            if let attestation = signature.attestation { own.formUnion([attestation.endpoint, attestation.deviceEndpoint]) }
+            router.add(middleware: ForwardAuthMiddleware(path: forwardAuth.path, style: forwardAuth.proxy == .nginx ? .nginx : .forwarded,
+                                                         proxies: trustedProxies, origin: origin, routes: routes, ownPaths: own))
+        }
         router.add(middleware: RouteMiddleware(routes: routes))
         router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies(trustedProxies, field: configuration.trustedProxyField)))
         router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
         router.add(middleware: RequestTargetMiddleware(routes: routes))
         router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
         router.add(middleware: signature)
-        router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
-                                               attestationToken: signature.attestation?.names.token,
-                                               identity: identity, routes: routes, metrics: metrics))
+        if configuration.forwardAuth != nil { router.add(middleware: ForwardAuthAnswer(identity: identity)) }
+        if let upstreamClient {
+            router.add(middleware: ProxyMiddleware(client: upstreamClient, origin: origin, names: names,
+                                                   attestationToken: signature.attestation?.names.token,
+                                                   identity: identity, routes: routes, metrics: metrics))
+        }
         let limits = configuration.limits
         // The idle timer sits above the HTTP decoder: a head sent a byte at a time completes no
         // request part, so slow headers are closed as silent connections are.
@@ -218,7 +239,7 @@ public final class Gateway: Service {
             additionalChannelHandlers: [AbsoluteFormGuard.Installer()],
             idleTimeout: .seconds(limits.idleTimeout),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes))
-        var app = Application(router: router, server: .http1(configuration: http1),
+        var app = Application(router: router, server: Self.server(http1, tls: configuration.tls, certificate: certificate, limits: limits),
                               configuration: .init(address: .hostname(host, port: port), serverName: nil,
                                                    availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)),
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
@@ -239,8 +260,11 @@ public final class Gateway: Service {
                                     reported: { [monitor] in monitor.keysReloaded(ok: $0) }),
                         monitor)
         if let settings = configuration.metrics { app.addServices(try metricsApplication(settings)) }
+        if let certificate, let tls = configuration.tls {
+            app.addServices(CertificateReloader(certificate: certificate, interval: .seconds(tls.reloadInterval), logger: logger))
+        }
         defer {
-            upstreamClient.shutdown()
+            upstreamClient?.shutdown()
             directoryClient?.shutdown()
         }
         try await app.run()

@@ -11,8 +11,9 @@ import SignHTTPSignatures
 public struct GatewayConfiguration: Sendable, Decodable {
     /// Where signd listens: `host:port`.
     public var listen = "127.0.0.1:8080"
-    /// The service behind signd: `http://host:port`, requests forwarded with their path and query.
-    public var upstream: String
+    /// The service behind signd: `http://host:port`, requests forwarded with their path and query;
+    /// nil (absent) only with `forwardAuth`, for a signd that answers forward auth alone.
+    public var upstream: String?
     /// The scheme (and, when fixed, the authority) clients sign for.
     public var origin = Origin()
     public var keys: Keys
@@ -52,6 +53,31 @@ public struct GatewayConfiguration: Sendable, Decodable {
     public var rateLimits: RateLimits?
     /// Web Bot Auth's key directories (docs/HTTPSIG.md §7.3); nil: none is fetched.
     public var webBotAuth: WebBotAuthSettings?
+    /// The forward-auth endpoint (docs/SIGND.md "Forward auth"); nil: none.
+    public var forwardAuth: ForwardAuth?
+    /// TLS on signd's listener, with HTTP/2 (docs/SIGND.md "TLS"); nil: plain HTTP/1.1.
+    public var tls: TLS?
+
+    public struct ForwardAuth: Sendable, Decodable {
+        /// The path the proxy sends its questions to.
+        public var path = "/.well-known/signcore/auth"
+        /// The proxy in front: `nginx` (`auth_request`: `X-Original-URI` and `X-Original-Method`,
+        /// refusals answered 401), `caddy` or `traefik` (`X-Forwarded-Uri` and
+        /// `X-Forwarded-Method`, refusals as they are).
+        public var proxy: ForwardAuthProxy
+    }
+
+    public enum ForwardAuthProxy: String, Sendable, CaseIterable, ConfigurationChoice { case nginx, caddy, traefik }
+
+    public struct TLS: Sendable, Decodable {
+        /// PEM files: the certificate chain (the leaf first) and its private key.
+        public var certificateChain: String
+        public var privateKey: String
+        /// HTTP/2 offered by ALPN beside HTTP/1.1.
+        public var http2 = true
+        /// Seconds between checks of the two files for a new certificate (SIGHUP checks at once).
+        public var reloadInterval: Int64 = 60
+    }
 
     public struct WebBotAuthSettings: Sendable, Decodable {
         /// The https origins whose `/.well-known/http-message-signatures-directory` may be fetched.
@@ -454,8 +480,8 @@ extension GatewayConfiguration {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.members(["listen", "upstream", "origin", "keys", "replay", "skew", "maxLifetime", "policy", "body",
                                      "headerNames", "identityHeaders", "healthPath", "readyPath", "trustedProxies", "trustedProxyField", "metrics", "accessLog", "upstreamTimeout", "upstreamConnectTimeout", "upstreamConnections", "logLevel",
-                                     "limits", "attestation", "rateLimits", "webBotAuth"])
-        upstream = try c.required("upstream")
+                                     "limits", "attestation", "rateLimits", "webBotAuth", "forwardAuth", "tls"])
+        upstream = try c.decodeIfPresent(String.self, forKey: AnyKey(stringValue: "upstream"))
         keys = try c.required("keys")
         try c.set(&listen, "listen"); try c.set(&origin, "origin"); try c.set(&replay, "replay"); try c.set(&skew, "skew")
         try c.set(&maxLifetime, "maxLifetime"); try c.set(&policy, "policy"); try c.set(&body, "body")
@@ -468,6 +494,8 @@ extension GatewayConfiguration {
         attestation = try c.decodeIfPresent(Attestation.self, forKey: AnyKey(stringValue: "attestation"))
         rateLimits = try c.decodeIfPresent(RateLimits.self, forKey: AnyKey(stringValue: "rateLimits"))
         webBotAuth = try c.decodeIfPresent(WebBotAuthSettings.self, forKey: AnyKey(stringValue: "webBotAuth"))
+        forwardAuth = try c.decodeIfPresent(ForwardAuth.self, forKey: AnyKey(stringValue: "forwardAuth"))
+        tls = try c.decodeIfPresent(TLS.self, forKey: AnyKey(stringValue: "tls"))
         let metricsKey = AnyKey(stringValue: "metrics")
         if c.contains(metricsKey) { metrics = try c.decodeNil(forKey: metricsKey) ? nil : c.decode(Metrics.self, forKey: metricsKey) }
         try checkValues()
@@ -494,6 +522,22 @@ extension GatewayConfiguration {
             }
         }
         guard healthPath != readyPath else { throw refuse("readyPath", "a path other than healthPath") }
+        guard upstream != nil || forwardAuth != nil else {
+            throw SignCoreError(.invalidConfiguration, "configuration: upstream is missing (it may be left out only with forwardAuth)")
+        }
+        if let forwardAuth {
+            guard forwardAuth.path.hasPrefix("/"), (try? ServerOrigin.validate(target: forwardAuth.path)) != nil, !forwardAuth.path.contains("?"),
+                  ![healthPath, readyPath].contains(forwardAuth.path) else {
+                throw refuse("forwardAuth.path", "an absolute path (starting with /, no query) other than healthPath and readyPath")
+            }
+            // The proxy's description of a request is believed from the proxies alone.
+            guard !trustedProxies.isEmpty else { throw refuse("trustedProxies", "the proxies' addresses when forwardAuth is set") }
+        }
+        if let tls {
+            guard tls.reloadInterval >= 1 else { throw refuse("tls.reloadInterval", "at least 1 second") }
+            // The scheme of a TLS listener is https: a token signed for http:// was not sent over it.
+            guard origin.scheme == "https" else { throw refuse("origin.scheme", "https when signd terminates TLS") }
+        }
         for (index, network) in trustedProxies.enumerated() where IPNetwork(network) == nil {
             throw refuse("trustedProxies[\(index)]", "an IP address or a network in CIDR notation (10.0.0.0/8, fd00::/8), not \(network)")
         }
@@ -584,6 +628,21 @@ extension GatewayConfiguration.Route {
         if let upstreamTimeout, upstreamTimeout < 1 {
             throw SignCoreError(.invalidConfiguration, "configuration: \(GatewayConfiguration.path(decoder.codingPath)).upstreamTimeout is at least 1 second")
         }
+    }
+}
+
+extension GatewayConfiguration.ForwardAuth {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["path", "proxy"])
+        proxy = try c.required("proxy"); try c.set(&path, "path")
+    }
+}
+
+extension GatewayConfiguration.TLS {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.members(["certificateChain", "privateKey", "http2", "reloadInterval"])
+        certificateChain = try c.required("certificateChain"); privateKey = try c.required("privateKey")
+        try c.set(&http2, "http2"); try c.set(&reloadInterval, "reloadInterval")
     }
 }
 

@@ -20,6 +20,8 @@ public struct GatewayRequestContext: SignatureRequestContext {
     public var clientAddress: IPAddress? { forwardingChain.first }
     /// The policy rule that applies (its written form, `*` for the fallback).
     public internal(set) var route = "*"
+    /// Set for a forward-auth request (`ForwardAuthMiddleware`): the proxy that asks.
+    var forwardAuth: ForwardAuthMiddleware.Style?
     /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that
     /// verifies too may send) are not signd's.
     let upstreamAnswered = NIOLockedValueBox(false)

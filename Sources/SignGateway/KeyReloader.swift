@@ -38,7 +38,23 @@ struct KeyReloader: Service {
     }
 
     func run() async throws {
-        var loaded = Self.fingerprint(files)
+        await Self.watch(files, every: interval) {
+            do throws(SignCoreError) {
+                let keys = try Self.load(files, allowPrivateKeys: allowPrivateKeys)
+                verifier.replaceKeys(keys)
+                reported(true)
+                logger.notice("keys reloaded", metadata: ["signd.keys": "\(keys.count)"])
+            } catch {
+                reported(false)
+                logger.error("keys not reloaded; the previous keys stay in use", metadata: ["signd.reason": "\(error.detail)"])
+            }
+        }
+    }
+
+    /// Calls `reload` when the files' content changed (checked every `interval`) and on every
+    /// SIGHUP, until a graceful shutdown.
+    static func watch(_ files: [String], every interval: Duration, _ reload: @escaping @Sendable () -> Void) async {
+        var loaded = fingerprint(files)
         let (ticks, tick) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let listener = Task { for await _ in hangups { tick.yield(true) } }
@@ -51,18 +67,10 @@ struct KeyReloader: Service {
         defer { listener.cancel(); timer.cancel() }
         await withGracefulShutdownHandler {
             for await forced in ticks {
-                let now = Self.fingerprint(files)
+                let now = fingerprint(files)
                 guard forced || now != loaded else { continue }
                 loaded = now
-                do throws(SignCoreError) {
-                    let keys = try Self.load(files, allowPrivateKeys: allowPrivateKeys)
-                    verifier.replaceKeys(keys)
-                    reported(true)
-                    logger.notice("keys reloaded", metadata: ["signd.keys": "\(keys.count)"])
-                } catch {
-                    reported(false)
-                    logger.error("keys not reloaded; the previous keys stay in use", metadata: ["signd.reason": "\(error.detail)"])
-                }
+                reload()
             }
         } onGracefulShutdown: {
             tick.finish()

@@ -92,6 +92,16 @@ struct ProxyMiddleware: RouterMiddleware {
             return out
         }
 
+        /// Each identity field and its value for the request, empty where it has none: the key
+        /// id, algorithm and account of a verified signature, the verdict, the attestation levels.
+        func values(for context: GatewayRequestContext) -> [(HTTPField.Name, String)] {
+            let signature = context.signature
+            return [(keyID, signature?.keyID ?? ""), (algorithm, signature?.algorithm.rawValue ?? ""),
+                    (account, signature.map { Self.encode(account: $0.account) } ?? ""),
+                    (verdict, Self.encode(verdict: context.signCore.verdict)),
+                    (attestation, context.signCore[Attested.self].map { String($0.levels.rawValue) } ?? "")]
+        }
+
         /// The verdict as an RFC 8941 item: `off` (the route checks nothing), `verified`,
         /// `verified;body=streamed` (the body still streams: act on nothing before its end), or
         /// on a `monitor` route `failed;error=<name>` (the request goes on unproven).
@@ -145,13 +155,7 @@ struct ProxyMiddleware: RouterMiddleware {
         let removed = Set((Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken] + [attestationToken].compactMap { $0 })
             .map(\.canonicalName))
         var fields = HTTPFields(request.headers.filter { !removed.contains($0.name.canonicalName) && !identity.owned.contains(GatewayFields.spelling($0.name)) })
-        if let signature = context.signature {
-            fields[identity.keyID] = signature.keyID
-            fields[identity.algorithm] = signature.algorithm.rawValue
-            if !signature.account.isEmpty { fields[identity.account] = IdentityFields.encode(account: signature.account) }
-        }
-        fields[identity.verdict] = IdentityFields.encode(verdict: context.signCore.verdict)
-        if let attested = context.signCore[Attested.self] { fields[identity.attestation] = String(attested.levels.rawValue) }
+        for (name, value) in identity.values(for: context) where !value.isEmpty { fields[name] = value }
         let authority = origin.authority ?? request.head.authority
         if let authority { fields[Self.forwardedHost] = authority }
         fields[Self.forwardedProto] = origin.scheme

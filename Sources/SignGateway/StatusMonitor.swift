@@ -29,15 +29,16 @@ final class StatusMonitor: Service, Sendable {
 
     let verifier: Verifier
     let store: PostgresReplayGuard?
-    let upstream: (host: String, port: Int)
+    /// nil for a signd that answers forward auth alone.
+    let upstream: (host: String, port: Int)?
     let interval: Duration
     let metrics: GatewayMetrics
     let state = Locked(Status())
 
-    init(verifier: Verifier, store: PostgresReplayGuard?, upstream: UpstreamClient.Endpoint, interval: Duration, metrics: GatewayMetrics) {
+    init(verifier: Verifier, store: PostgresReplayGuard?, upstream: UpstreamClient.Endpoint?, interval: Duration, metrics: GatewayMetrics) {
         self.verifier = verifier
         self.store = store
-        self.upstream = (upstream.host, upstream.port)
+        self.upstream = upstream.map { ($0.host, $0.port) }
         self.interval = interval
         self.metrics = metrics
     }
@@ -65,7 +66,8 @@ final class StatusMonitor: Service, Sendable {
         if let store {
             do { try await store.ping() } catch { storeOK = false }
         }
-        let upstreamOK = await Self.connects(to: upstream, timeout: .seconds(1))
+        var upstreamOK = true
+        if let upstream { upstreamOK = await Self.connects(to: upstream, timeout: .seconds(1)) }
         let status = state.withLock { state in
             state.keys = keys
             state.storeOK = storeOK

@@ -51,7 +51,7 @@ struct SignD: AsyncParsableCommand {
                 // The origin tokens are verified for: a client signing for another scheme, host or port
                 // is refused whashMismatch (a first try over http:// against the https default).
                 let origin = "\(settings.origin.scheme)://\(settings.origin.authority ?? "<the request's Host>")"
-                logger.notice("listening", metadata: ["signd.port": "\(port)", "signd.upstream": "\(settings.upstream)",
+                logger.notice("listening", metadata: ["signd.port": "\(port)", "signd.upstream": "\(settings.upstream ?? "none: forward auth only")",
                                                       "signd.origin": "\(origin)"])
             }
         } catch {

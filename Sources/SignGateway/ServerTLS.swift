@@ -1,0 +1,170 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOSSL
+import NIOTLS
+import ServiceLifecycle
+@_spi(SignCoreTools) import SignCore
+
+/// signd's certificate (docs/SIGND.md "TLS"): the chain and key of `tls`, checked to belong
+/// together, and replaced without a restart when the files change. Every handshake takes the
+/// current pair (NIOSSL's context callback), so connections open keep theirs and new ones get the
+/// new one; a pair that fails to load is logged and the one in use stays.
+final class ServerCertificate: Sendable {
+    struct Pair: Sendable {
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        /// Counted from 0, the pair the TLS configuration was made with.
+        let generation: Int
+    }
+
+    let chainFile: String
+    let keyFile: String
+    private let current: Locked<Pair>
+
+    init(chainFile: String, keyFile: String) throws(SignCoreError) {
+        self.chainFile = chainFile
+        self.keyFile = keyFile
+        current = Locked(try Self.load(chainFile: chainFile, keyFile: keyFile, generation: 0))
+    }
+
+    /// Reads the pair; the key must be the leaf certificate's (the first in the chain).
+    static func load(chainFile: String, keyFile: String, generation: Int) throws(SignCoreError) -> Pair {
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(chainFile)
+        } catch {
+            throw SignCoreError(.invalidConfiguration, "configuration: tls.certificateChain is not a PEM file of certificates")
+        }
+        do {
+            key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
+        } catch {
+            throw SignCoreError(.invalidConfiguration, "configuration: tls.privateKey is not a PEM private key")
+        }
+        guard !chain.isEmpty else {
+            throw SignCoreError(.invalidConfiguration, "configuration: tls.certificateChain holds no certificate")
+        }
+        // The two files are often replaced one after the other: a key of another certificate is
+        // refused, never served (every handshake would fail). BoringSSL checks the pair as a
+        // context is made with it.
+        do {
+            _ = try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key)))
+        } catch {
+            throw SignCoreError(.invalidConfiguration, "configuration: tls.privateKey is not the key of the chain's first certificate")
+        }
+        return Pair(chain: chain, key: key, generation: generation)
+    }
+
+    /// TLS 1.2 and 1.3, the current pair at each handshake; ALPN `h2` and `http/1.1` with HTTP/2.
+    func configuration(http2: Bool) -> TLSConfiguration {
+        let first = pair
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: first.chain.map { .certificate($0) },
+                                                                     privateKey: .privateKey(first.key))
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+        configuration.sslContextCallback = { [self] _, promise in
+            let pair = self.pair
+            guard pair.generation > 0 else { return promise.succeed(.noChanges) }
+            var override = NIOSSLContextConfigurationOverride()
+            override.certificateChain = pair.chain.map { .certificate($0) }
+            override.privateKey = .privateKey(pair.key)
+            promise.succeed(override)
+        }
+        return configuration
+    }
+
+    /// Loads the files again; the pair in use stays when they do not load.
+    func reload() throws(SignCoreError) {
+        let generation = pair.generation + 1
+        let pair = try Self.load(chainFile: chainFile, keyFile: keyFile, generation: generation)
+        current.withLock { $0 = pair }
+    }
+
+    /// The pair in use.
+    var pair: Pair { current.withLock { $0 } }
+}
+
+/// Reloads signd's certificate when its files change, as `KeyReloader` does the keys.
+struct CertificateReloader: Service {
+    let certificate: ServerCertificate
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        await KeyReloader.watch([certificate.chainFile, certificate.keyFile], every: interval) {
+            do throws(SignCoreError) {
+                try certificate.reload()
+                logger.notice("certificate reloaded")
+            } catch {
+                logger.error("certificate not reloaded; the one in use stays", metadata: ["signd.reason": "\(error.detail)"])
+            }
+        }
+    }
+}
+
+/// A TLS listener's connections must finish their handshake within `timeout`: until then no
+/// HTTP handler (and no idle timer) is on the connection, which a client could hold open
+/// forever by sending nothing.
+struct HandshakeDeadlineChannel<Base: ServerChildChannel>: ServerChildChannel {
+    typealias Value = Base.Value
+    let base: Base
+    let timeout: TimeAmount
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        base.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(HandshakeDeadline(timeout: timeout), position: .after(try pipeline.handler(type: NIOSSLServerHandler.self)))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async { await base.handle(value: value, logger: logger) }
+}
+
+/// Closes the connection when the TLS handshake has not completed in time, then leaves.
+final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    let timeout: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timer?.cancel() }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        context.fireUserInboundEventTriggered(event)
+        if case .handshakeCompleted = event as? TLSUserEvent {
+            timer?.cancel()
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+    }
+}
+
+extension Gateway {
+    /// The server: plain HTTP/1.1, or TLS with HTTP/1.1 and (by ALPN) HTTP/2.
+    static func server(_ http1: HTTP1Channel.Configuration, tls: GatewayConfiguration.TLS?, certificate: ServerCertificate?,
+                       limits: GatewayConfiguration.Limits) -> HTTPServerBuilder {
+        guard let tls, let certificate else { return .http1(configuration: http1) }
+        let handshake = TimeAmount.seconds(limits.idleTimeout)
+        let configuration = certificate.configuration(http2: tls.http2)
+        return HTTPServerBuilder { responder in
+            if tls.http2 {
+                let http2 = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: http1)
+                return HandshakeDeadlineChannel(base: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder),
+                                                timeout: handshake)
+            }
+            return HandshakeDeadlineChannel(base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http1), tlsConfiguration: configuration),
+                                            timeout: handshake)
+        }
+    }
+}

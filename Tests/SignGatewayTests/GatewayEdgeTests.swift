@@ -1,0 +1,466 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import SignAsyncHTTPClient
+import SignHTTP
+@_spi(SignCoreTools) import SignCore
+@testable import SignGateway
+import SignTestSupport
+import Testing
+
+/// signd at the edge (docs/SIGND.md "Forward auth", "TLS"): forward auth behind a real nginx
+/// `auth_request` and a real Caddy `forward_auth`, each in front of a real upstream that records
+/// what reaches it; TLS and HTTP/2 with real clients (AsyncHTTPClient, curl, openssl) and a test
+/// authority made at test time.
+@Suite(.serialized) struct GatewayEdgeTests {
+    static let key = GatewayTests.key
+
+    // MARK: Forward auth
+
+    /// signd answering forward auth alone (no upstream) for `proxy`, trusting `trusted`: `/public/**`
+    /// unchecked, `/limited/**` unchecked but one request a minute per client, the rest required.
+    static func forwardAuthConfiguration(keys: String, proxy: String, trusted: String) -> String {
+        let object: [String: Any] = [
+            "listen": "127.0.0.1:0", "origin": ["scheme": "http"], "metrics": NSNull(),
+            "keys": ["files": [keys]], "replay": ["capacity": 100_000],
+            "trustedProxies": [trusted], "forwardAuth": ["proxy": proxy],
+            "policy": ["routes": [["route": "/public/**", "signature": "off"],
+                                  ["route": "/limited/**", "signature": "off", "rateLimits": ["tight"]]]],
+            "rateLimits": ["buckets": ["tight": ["quota": 1, "window": 60]]],
+        ]
+        return String(decoding: (try? JSONSerialization.data(withJSONObject: object)) ?? Data(), as: UTF8.self)
+    }
+
+    /// The reply of a request through a proxy.
+    struct Reply {
+        let status: UInt
+        let fields: HTTPHeaders
+        let body: String
+        var error: String? { fields.first(name: "signcore-error") }
+    }
+
+    /// A request to the proxy at `port`, signed for `http://<host>` + `path` by `key` when given,
+    /// with `fields` added; `signed` reuses headers signed before (a replay).
+    static func send(_ http: HTTPClient, port: Int, _ path: String, method: HTTPMethod = .GET, key: SigningKey? = key,
+                     host: String = "app.test", fields: [(String, String)] = [], body: String? = nil,
+                     signed: SignedHeaders? = nil) async throws -> (Reply, SignedHeaders?) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
+        request.method = method
+        request.headers.add(name: "host", value: host)
+        for (name, value) in fields { request.headers.add(name: name, value: value) }
+        var headers = signed
+        if headers == nil, let key {
+            headers = try Signer(key: key, account: "acct-7").sign(method: RequestMethod(token: method.rawValue), url: "http://\(host)" + path,
+                                                                  body: Array((body ?? "").utf8))
+        }
+        if let headers {
+            request.headers.add(name: "whash", value: headers.whash)
+            request.headers.add(name: "wtoken", value: headers.wtoken)
+        }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await http.execute(request, timeout: .seconds(10))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 16))
+        return (Reply(status: response.status.code, fields: response.headers, body: text), headers)
+    }
+
+    /// What a proxy in front of signd must do, whichever it is: accepted requests arrive with the
+    /// verified identity, refused ones never arrive and come back with signd's reason, a replay is
+    /// refused, bodies are refused, a client's own identity fields never reach the upstream, and
+    /// a limit's 429 comes back with its fields.
+    static func checkProxy(_ http: HTTPClient, port: Int, upstream: Upstream) async throws {
+        // Signed, accepted: the upstream gets the identity.
+        let (accepted, signed) = try await send(http, port: port, "/v1/orders?id=1")
+        #expect(accepted.status == 200)
+        let record = try #require(upstream.all.last)
+        #expect(record.path == "/v1/orders" && record.keyID == "gw-key" && record.account == "acct-7")
+        #expect(record.fields.contains("signcore-verdict: verified") && record.fields.contains("signcore-algorithm: HS256"))
+        let count = upstream.all.count
+
+        // The same request again: replayed, never sent on.
+        let (replayed, _) = try await send(http, port: port, "/v1/orders?id=1", signed: signed)
+        #expect(replayed.status == 401 && replayed.error?.hasPrefix("replayed;code=23") == true)
+        #expect(replayed.fields.first(name: "content-type") == "application/problem+json")
+        #expect(replayed.body.contains("\"code\":23") && replayed.fields["www-authenticate"] == [#"SignCore error="replayed""#])
+        // Signed for another path, another host: refused.
+        let other = try Signer(key: key).sign(method: .get, url: "http://app.test/v1/orders?id=2", body: [])
+        let (moved, _) = try await send(http, port: port, "/v1/orders?id=3", signed: other)
+        #expect(moved.status == 401 && moved.error?.hasPrefix("whashMismatch") == true)
+        let elsewhere = try Signer(key: key).sign(method: .get, url: "http://other.test/v1/orders?id=4", body: [])
+        let (hosted, _) = try await send(http, port: port, "/v1/orders?id=4", host: "app.test", signed: elsewhere)
+        #expect(hosted.status == 401 && hosted.error?.hasPrefix("whashMismatch") == true)
+        // Unsigned: refused with the reason.
+        let (unsigned, _) = try await send(http, port: port, "/v1/orders", key: nil)
+        #expect(unsigned.status == 401 && unsigned.error?.hasPrefix("missingHeader") == true)
+        // A body, signed or not, on a verified route: forward auth cannot check it.
+        let (posted, _) = try await send(http, port: port, "/v1/orders", method: .POST, body: #"{"item":1}"#)
+        #expect(posted.status == 400 && posted.error?.hasPrefix("unexpectedBody") == true)
+        let bare = try Signer(key: key).sign(method: .get, url: "http://app.test/v1/orders?id=5", body: [])
+        let (getBody, _) = try await send(http, port: port, "/v1/orders?id=5", body: "smuggled", signed: bare)
+        #expect(getBody.status == 400 || getBody.status == 401)
+        // signd's own endpoints are answered by signd (the proxy sends them there), never by the upstream.
+        let (own, _) = try await send(http, port: port, "/.well-known/signcore/health", key: nil)
+        #expect(own.status == 200 && own.body.contains("\"status\":\"ok\""))
+        let (auth, _) = try await send(http, port: port, "/.well-known/signcore/auth", key: nil, fields: [("x-original-uri", "/v1/orders")])
+        #expect(auth.status == 404)
+        #expect(upstream.all.count == count)
+
+        // An unchecked route: through, and a client's own identity fields never reach the upstream.
+        let (open, _) = try await send(http, port: port, "/public/page", key: nil,
+                                       fields: [("signcore-key-id", "admin"), ("signcore-account", "root"), ("Signcore_Account", "root"),
+                                                ("signcore-verdict", "verified")])
+        #expect(open.status == 200)
+        let openRecord = try #require(upstream.all.last)
+        // (nginx drops an empty identity field, Caddy copies it empty.)
+        #expect(openRecord.path == "/public/page" && (openRecord.keyID ?? "").isEmpty && (openRecord.account ?? "").isEmpty)
+        #expect(openRecord.fields.contains("signcore-verdict: off"))
+        #expect(!openRecord.fields.contains { $0.hasPrefix("signcore-verdict: verified") } && !openRecord.fields.contains { $0.contains("root") })
+        // The limit: the second request in the window is refused 429 with its fields.
+        let (first, _) = try await send(http, port: port, "/limited/a", key: nil)
+        let (second, _) = try await send(http, port: port, "/limited/a", key: nil)
+        #expect(first.status == 200 && second.status == 429 && second.error?.hasPrefix("rateLimited") == true)
+        #expect(second.fields.first(name: "retry-after") != nil && second.fields.first(name: "ratelimit-policy") != nil)
+        #expect(upstream.all.filter { $0.path == "/limited/a" }.count == 1)
+    }
+
+    /// nginx `auth_request` in front of the upstream, asking signd (the configuration of
+    /// docs/SIGND.md, with `proxy_bind` so that signd sees nginx at 127.0.0.2). A client
+    /// reaching signd directly, from 127.0.0.1, is no trusted proxy: its `X-Original-URI` is ignored.
+    @Test func forwardAuthBehindNginx() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.forwardAuthConfiguration(keys: keys, proxy: "nginx", trusted: "127.0.0.2")) { signdPort in
+                let proxyPort = try freePort()
+                let nginx = try await ExternalServer.nginx(folder: folder.path, port: proxyPort, signd: signdPort, upstream: upstreamPort)
+                defer { nginx.stop() }
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                try await Self.checkProxy(http, port: proxyPort, upstream: upstream)
+
+                // Straight to signd from an untrusted address, describing a signed request: the
+                // description is ignored, the request is read as what it is (a GET of the endpoint).
+                let headers = try Signer(key: Self.key).sign(method: .get, url: "http://app.test/v1/orders?id=9", body: [])
+                var spoofed = HTTPClientRequest(url: "http://127.0.0.1:\(signdPort)/.well-known/signcore/auth")
+                for (name, value) in [("host", "app.test"), ("x-original-uri", "/v1/orders?id=9"), ("x-original-method", "GET"),
+                                      ("x-forwarded-host", "app.test"), ("whash", headers.whash), ("wtoken", headers.wtoken)] {
+                    spoofed.headers.add(name: name, value: value)
+                }
+                let direct = try await http.execute(spoofed, timeout: .seconds(10))
+                #expect(direct.status == .unauthorized && direct.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true)
+                // The token was not spent: through nginx it is accepted.
+                let (through, _) = try await Self.send(http, port: proxyPort, "/v1/orders?id=9", signed: headers)
+                #expect(through.status == 200)
+            }
+        }
+    }
+
+    /// Caddy's `forward_auth` in front of the upstream (the Caddyfile of docs/SIGND.md).
+    @Test func forwardAuthBehindCaddy() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.forwardAuthConfiguration(keys: keys, proxy: "caddy", trusted: "127.0.0.1")) { signdPort in
+                let proxyPort = try freePort()
+                let caddy = try await ExternalServer.caddy(folder: folder.path, port: proxyPort, signd: signdPort, upstream: upstreamPort)
+                defer { caddy.stop() }
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                try await Self.checkProxy(http, port: proxyPort, upstream: upstream)
+                // nginx's description fields from a client behind Caddy: refused, never believed.
+                let (spoofed, _) = try await Self.send(http, port: proxyPort, "/public/x", key: nil, fields: [("x-original-uri", "/public/y")])
+                #expect(spoofed.status == 400 && spoofed.error?.hasPrefix("invalidHeader") == true)
+            }
+        }
+    }
+
+    /// The description checked field by field (a trusted peer, in process).
+    @Test func forwardAuthDescriptionsAreChecked() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        try await withGateway(Self.forwardAuthConfiguration(keys: keys, proxy: "caddy", trusted: "127.0.0.1")) { port in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { _ = http.shutdown() }
+            func ask(_ fields: [(String, String)]) async throws -> (UInt, String?, HTTPHeaders) {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/.well-known/signcore/auth")
+                for (name, value) in fields { request.headers.add(name: name, value: value) }
+                let response = try await http.execute(request, timeout: .seconds(10))
+                return (response.status.code, response.headers.first(name: "signcore-error"), response.headers)
+            }
+            let base = [("x-forwarded-method", "GET"), ("x-forwarded-uri", "/public/a"), ("x-forwarded-host", "app.test"), ("x-forwarded-proto", "http")]
+            let (ok, _, answer) = try await ask(base)
+            #expect(ok == 200 && answer.first(name: "signcore-verdict") == "off" && answer.contains(name: "signcore-key-id"))
+            // Missing, doubled, malformed, downgraded.
+            #expect(try await ask(Array(base.dropFirst())).1?.hasPrefix("invalidInput") == true)
+            #expect(try await ask(base + [("x-forwarded-uri", "/public/b")]).1?.hasPrefix("invalidHeader") == true)
+            #expect(try await ask([("x-forwarded-method", "G T")] + base.dropFirst()).1?.hasPrefix("unsupportedMethod") == true)
+            #expect(try await ask(Array(base.dropLast()) + [("x-forwarded-proto", "https")]).1?.hasPrefix("invalidURL") == true)
+            #expect(try await ask([base[0], ("x-forwarded-uri", "http://evil.test/public/a"), base[2], base[3]]).1?.hasPrefix("invalidURL") == true)
+            #expect(try await ask([base[0], ("x-forwarded-uri", "/public/%zz"), base[2], base[3]]).1?.hasPrefix("invalidURL") == true)
+            #expect(try await ask([base[0], base[1], ("x-forwarded-host", "a.test/x"), base[3]]).1?.hasPrefix("invalidURL") == true)
+            #expect(try await ask(base + [("x-original-content-length", "5")]).1?.hasPrefix("unexpectedBody") == true)
+            // A body-class request on an unchecked route goes through; on a checked one it is refused.
+            #expect(try await ask([("x-forwarded-method", "POST")] + base.dropFirst()).0 == 200)
+            #expect(try await ask([("x-forwarded-method", "POST"), ("x-forwarded-uri", "/v1/x"), base[2], base[3]]).1?.hasPrefix("unexpectedBody") == true)
+            // signd's own endpoints, and paths under them.
+            #expect(try await ask([base[0], ("x-forwarded-uri", "/.well-known/signcore/ready"), base[2], base[3]]).1?.hasPrefix("invalidURL") == true)
+            #expect(try await ask([base[0], ("x-forwarded-uri", "/.well-known/signcore/auth/x"), base[2], base[3]]).1?.hasPrefix("invalidURL") == true)
+        }
+    }
+
+    @Test func forwardAuthConfigurationIsChecked() throws {
+        func refusal(_ object: [String: Any]) -> String? {
+            let json = String(decoding: (try? JSONSerialization.data(withJSONObject: object)) ?? Data(), as: UTF8.self)
+            do { _ = try GatewayConfiguration.parse(Data(json.utf8)); return nil } catch { return error.detail }
+        }
+        let keys: [String: Any] = ["files": ["/dev/null"]]
+        #expect(refusal(["keys": keys])?.contains("upstream is missing") == true)
+        #expect(refusal(["keys": keys, "forwardAuth": ["proxy": "nginx"]])?.contains("trustedProxies") == true)
+        #expect(refusal(["keys": keys, "forwardAuth": ["proxy": "envoy"], "trustedProxies": ["127.0.0.1"]])?.contains("nginx or caddy or traefik") == true)
+        #expect(refusal(["keys": keys, "forwardAuth": ["proxy": "nginx", "path": "/.well-known/signcore/health"], "trustedProxies": ["127.0.0.1"]]) != nil)
+        #expect(refusal(["keys": keys, "forwardAuth": ["proxy": "nginx"], "trustedProxies": ["127.0.0.1"]]) == nil)
+    }
+}
+
+/// nginx or Caddy, started for one test in the foreground from a configuration written to a
+/// temporary folder, and stopped by `stop()`.
+final class ExternalServer: Sendable {
+    let process: Process
+
+    private init(process: Process) { self.process = process }
+
+    /// Starts `executable` and returns once it accepts connections on `port` (10 s at most).
+    static func start(_ executable: String, _ arguments: [String], port: Int, log: String) async throws -> ExternalServer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        let server = ExternalServer(process: process)
+        for _ in 0..<200 where process.isRunning {
+            if await StatusMonitor.connects(to: ("127.0.0.1", port), timeout: .milliseconds(200)) { return server }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        server.stop()
+        throw SignCoreError(.unavailable, "\(executable) did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// nginx with the forward-auth configuration of docs/SIGND.md (`docs/examples/nginx-forward-auth.conf`).
+    static func nginx(folder: String, port: Int, signd: Int, upstream: Int) async throws -> ExternalServer {
+        let template = try String(contentsOfFile: repository + "/docs/examples/nginx-forward-auth.conf", encoding: .utf8)
+        let site = template.replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(port);")
+            .replacingOccurrences(of: "127.0.0.1:8081", with: "127.0.0.1:\(signd)")
+            .replacingOccurrences(of: "127.0.0.1:3000", with: "127.0.0.1:\(upstream)")
+            .replacingOccurrences(of: "        proxy_pass http://signd_auth", with: "        proxy_bind 127.0.0.2;\n        proxy_pass http://signd_auth")
+            .split(separator: "\n").filter { !$0.contains("ssl_certificate") && !$0.contains("server_name") }.joined(separator: "\n")
+        let configuration = """
+            worker_processes 1;
+            daemon off;
+            pid \(folder)/nginx.pid;
+            error_log \(folder)/nginx-error.log warn;
+            events { worker_connections 256; }
+            http {
+                access_log off;
+                client_body_temp_path \(folder);
+                proxy_temp_path \(folder);
+            \(site)
+            }
+            """
+        try configuration.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
+        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/nginx"
+        return try await start(nginx, ["-c", folder + "/nginx.conf", "-p", folder, "-e", folder + "/nginx-error.log"], port: port,
+                                  log: folder + "/nginx.out")
+    }
+
+    /// Caddy with the forward-auth Caddyfile of docs/SIGND.md (`docs/examples/Caddyfile.forward-auth`).
+    static func caddy(folder: String, port: Int, signd: Int, upstream: Int) async throws -> ExternalServer {
+        let template = try String(contentsOfFile: repository + "/docs/examples/Caddyfile.forward-auth", encoding: .utf8)
+        let site = template.replacingOccurrences(of: "api.example.com {", with: "http://:\(port) {\n\tbind 127.0.0.1")
+            .replacingOccurrences(of: "127.0.0.1:8081", with: "127.0.0.1:\(signd)")
+            .replacingOccurrences(of: "127.0.0.1:3000", with: "127.0.0.1:\(upstream)")
+        let configuration = "{\n\tadmin off\n\tauto_https off\n}\n" + site
+        try configuration.write(toFile: folder + "/Caddyfile", atomically: true, encoding: .utf8)
+        return try await start("/usr/bin/caddy", ["run", "--config", folder + "/Caddyfile", "--adapter", "caddyfile"], port: port,
+                                  log: folder + "/caddy.out")
+    }
+
+    /// The repository's root (this file is Tests/SignGatewayTests/GatewayEdgeTests.swift).
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+}
+
+/// A test certificate authority made with the openssl command, and the certificates it issues
+/// for `localhost` and 127.0.0.1 (P-256 keys).
+struct TestAuthority {
+    let folder: String
+    var certificate: String { folder + "/ca.pem" }
+
+    init(folder: String) throws {
+        self.folder = folder
+        try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                          "-subj", "/CN=SignCore test CA", "-keyout", folder + "/ca.key", "-out", folder + "/ca.pem"])
+    }
+
+    /// Issues a certificate with common name `name` into `name`.pem (the chain: the leaf, then the
+    /// authority) and `name`.key.
+    func issue(_ name: String) throws -> (chain: String, key: String) {
+        let at = { (file: String) in folder + "/" + file }
+        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
+                          "-keyout", at(name + ".key"), "-out", at(name + ".csr")])
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: at("san.ext"), atomically: true, encoding: .utf8)
+        try Self.openssl(["x509", "-req", "-in", at(name + ".csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
+                          "-days", "2", "-extfile", at("san.ext"), "-out", at(name + ".leaf")])
+        let chain = try String(contentsOfFile: at(name + ".leaf"), encoding: .utf8) + String(contentsOfFile: at("ca.pem"), encoding: .utf8)
+        try chain.write(toFile: at(name + ".pem"), atomically: true, encoding: .utf8)
+        return (at(name + ".pem"), at(name + ".key"))
+    }
+
+    static func openssl(_ arguments: [String]) throws {
+        let (status, _) = try command("/usr/bin/env", ["openssl"] + arguments)
+        guard status == 0 else { throw SignCoreError(.invalidInput, "openssl \(arguments.first ?? "") failed") }
+    }
+}
+
+/// Runs a command to its end: its exit status and standard output (standard error discarded).
+func command(_ executable: String, _ arguments: [String], input: String = "") throws -> (Int32, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let output = Pipe(), stdin = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    process.standardInput = stdin
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try? stdin.fileHandleForWriting.close()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+extension GatewayEdgeTests {
+    // MARK: TLS and HTTP/2
+
+    /// signd terminating TLS for `chain` and `key` in front of `upstream` (`/public/**` unchecked).
+    static func tlsConfiguration(upstream: Int, keys: String, chain: String, key: String, http2: Bool = true, idleTimeout: Int = 30) -> String {
+        GatewayTests.configuration(upstream: upstream, keys: keys, [
+            "origin": ["scheme": "https"], "limits": ["idleTimeout": idleTimeout],
+            "tls": ["certificateChain": chain, "privateKey": key, "http2": http2, "reloadInterval": 1],
+            "policy": ["routes": [["route": "/public/**", "signature": "off"]]],
+        ])
+    }
+
+    /// curl's HTTP version and status for an unsigned GET of `path`, trusting `authority`.
+    static func curl(_ port: Int, _ path: String, authority: String, _ options: [String]) throws -> (Int32, String) {
+        try command("/usr/bin/curl", ["-sS", "--cacert", authority, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--max-time", "10"]
+                    + options + ["https://127.0.0.1:\(port)" + path])
+    }
+
+    /// The subject of the certificate signd presents now (openssl s_client).
+    static func presentedSubject(_ port: Int) throws -> String {
+        let (_, pem) = try command("/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost"])
+        let (_, subject) = try command("/usr/bin/env", ["openssl", "x509", "-noout", "-subject"], input: pem)
+        return subject
+    }
+
+    /// Signed requests over TLS, by AsyncHTTPClient over HTTP/2 and HTTP/1.1 (ALPN), verified for
+    /// https; curl negotiates both; TLS 1.1 and below are refused; a silent connection that never
+    /// finishes its handshake is closed.
+    @Test func tlsWithHTTP2() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try TestAuthority(folder: folder.path)
+        let (chain, key) = try authority.issue("first")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: 1)) { port in
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.trustRoots = .file(authority.certificate)
+                for version in [HTTPClient.Configuration.HTTPVersion.automatic, .http1Only] {
+                    var settings = HTTPClient.Configuration(tlsConfiguration: tls)
+                    settings.httpVersion = version
+                    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
+                    defer { _ = http.shutdown() }
+                    let client = SigningClient(signer: try Signer(key: Self.key, account: "acct-tls"))
+                    let get = try await http.execute(HTTPClientRequest(url: "https://localhost:\(port)/v1/orders?id=1"), client: client, timeout: .seconds(10))
+                    let getAnswer = try await GatewayTests.json(get)
+                    #expect(get.status == .ok && get.version == (version == .http1Only ? .http1_1 : .http2) && getAnswer["keyID"] == "gw-key")
+                    var post = HTTPClientRequest(url: "https://localhost:\(port)/v1/orders")
+                    post.method = .POST
+                    let posted = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 7, count: 100_000)), client: client, timeout: .seconds(10))
+                    let postAnswer = try await GatewayTests.json(posted)
+                    #expect(posted.status == .ok && postAnswer["bytes"] == "100000")
+                    // Signed for http://: refused over TLS (the listener's scheme is https).
+                    let signed = try Signer(key: Self.key).sign(method: .get, url: "http://localhost:\(port)/v1/orders", body: [])
+                    var downgraded = HTTPClientRequest(url: "https://localhost:\(port)/v1/orders")
+                    downgraded.headers.add(name: "whash", value: signed.whash)
+                    downgraded.headers.add(name: "wtoken", value: signed.wtoken)
+                    let refused = try await http.execute(downgraded, timeout: .seconds(10))
+                    #expect(refused.status == .unauthorized && refused.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true)
+                }
+                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
+                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
+                #expect(try Self.curl(port, "/v1/orders", authority: authority.certificate, ["--http2"]) == (0, "2 401"))
+                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.1", "--tls-max", "1.1"]).0 != 0)
+                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.2", "--tls-max", "1.2"]) == (0, "2 200"))
+                #expect(upstream.all.filter { $0.path == "/public/a" }.count == 3)
+
+                // A client that connects and sends nothing is closed after the idle timeout (1 s).
+                let silent = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+                let closed = try await eventually { !silent.isActive }
+                #expect(closed)
+                try? await silent.close()
+            }
+        }
+    }
+
+    /// New certificate files are served to new connections without a restart; a key that is not
+    /// the certificate's is refused and the pair in use stays.
+    @Test func certificateReloads() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try TestAuthority(folder: folder.path)
+        let (chain, key) = try authority.issue("first")
+        let (nextChain, nextKey) = try authority.issue("second")
+        let (_, otherKey) = try authority.issue("third")
+        let live = (chain: folder.path + "/live.pem", key: folder.path + "/live.key")
+        @Sendable func install(_ chain: String, _ key: String) throws {
+            for (from, to) in [(key, live.key), (chain, live.chain)] {
+                try? FileManager.default.removeItem(atPath: to + ".new")
+                try FileManager.default.copyItem(atPath: from, toPath: to + ".new")
+                guard rename(to + ".new", to) == 0 else { throw POSIXError(.EIO) }
+            }
+        }
+        try install(chain, key)
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: live.chain, key: live.key)) { port in
+                #expect(try Self.presentedSubject(port).contains("first"))
+                try install(nextChain, nextKey)
+                #expect(try await eventually { (try? Self.presentedSubject(port).contains("second")) == true })
+                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
+                // The chain of one pair with the key of another: the pair in use stays.
+                try install(nextChain, otherKey)
+                try await Task.sleep(for: .seconds(2))
+                #expect(try Self.presentedSubject(port).contains("second"))
+                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
+            }
+        }
+        // At start, the same pair is a configuration error.
+        #expect(throws: SignCoreError.self) {
+            _ = try ServerCertificate(chainFile: nextChain, keyFile: otherKey)
+        }
+    }
+}
