@@ -134,6 +134,7 @@ let servers: [Target] = [
                                                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                                                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                                                 .product(name: "NIOHTTPTypesHTTP2", package: "swift-nio-extras"),
+                                                .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
                                                 .product(name: "PostgresNIO", package: "postgres-nio"),
                                                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -208,6 +209,7 @@ if !coreOnly {
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ]

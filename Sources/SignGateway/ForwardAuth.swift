@@ -45,6 +45,10 @@ struct ForwardAuthMiddleware: RouterMiddleware {
     let proxies: [IPNetwork]
     let origin: ServerOrigin
     let routes: GatewayRoutes
+    /// Fields a client may not send through forward auth, as `GatewayFields.spelling` gives
+    /// them: the identity fields and method or URL overrides (signd's proxy removes them; here the
+    /// proxy sends the request on, so it is refused).
+    let refusedFields: Set<String>
     /// signd's own endpoints (health, readiness, attestation, devices, this one) and the paths
     /// under them: answered by signd when it receives them, never authorized for a proxy to send on.
     let ownPaths: Set<String>
@@ -86,8 +90,14 @@ struct ForwardAuthMiddleware: RouterMiddleware {
         }
         // The scheme signd verifies is its configured one: a proxy that received the request
         // over another has received a request signed for another origin, or a downgrade.
-        if let proto = try single(Self.forwardedProto), proto.lowercased() != origin.scheme {
+        guard let proto = try single(Self.forwardedProto) else {
+            throw SignCoreError(.invalidInput, "forward auth: the proxy sent no x-forwarded-proto")
+        }
+        guard proto.lowercased() == origin.scheme else {
             throw SignCoreError(.invalidURL, "forward auth: the request came over \(proto == "http" ? "http" : "another scheme"), signd verifies \(origin.scheme) requests")
+        }
+        if fields.contains(where: { refusedFields.contains(GatewayFields.spelling($0.name)) }) {
+            throw SignCoreError(.invalidHeader, "forward auth: the request carries an identity field or a method or URL override, which would reach the upstream")
         }
         // No body reaches forward auth: a request that has one cannot have it checked here.
         // (An empty field is none: a proxy fills it from a field the request may not have.)
@@ -128,6 +138,7 @@ struct ForwardAuthAnswer: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard context.forwardAuth != nil else { return try await next(request, context) }
+        if let refusal = GatewayFields.misspeltCoveredField(request.headers, context: context) { return Response(Refusal(refusal)) }
         var headers: HTTPFields = [.cacheControl: "no-store"]
         for (name, value) in identity.values(for: context) { headers[name] = value }
         return Response(status: .ok, headers: headers)

@@ -218,7 +218,9 @@ public final class Gateway: Service {
             var own: Set<String> = [forwardAuth.path, configuration.healthPath, configuration.readyPath]
             if let attestation = signature.attestation { own.formUnion([attestation.endpoint, attestation.deviceEndpoint]) }
             router.add(middleware: ForwardAuthMiddleware(path: forwardAuth.path, style: forwardAuth.proxy == .nginx ? .nginx : .forwarded,
-                                                         proxies: trustedProxies, origin: origin, routes: routes, ownPaths: own))
+                                                         proxies: trustedProxies, origin: origin, routes: routes,
+                                                         refusedFields: GatewayFields.overrides.union(identity.names.map(GatewayFields.spelling)),
+                                                         ownPaths: own))
         }
         router.add(middleware: RouteMiddleware(routes: routes))
         router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies(trustedProxies, field: configuration.trustedProxyField)))

@@ -24,6 +24,21 @@ enum GatewayFields {
         "proxy",
     ]
 
+    /// Fields that make a framework act on another method or URL than the request's (forward
+    /// auth refuses them: it cannot remove them on their way to the upstream).
+    static let overrides: Set<String> = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url",
+                                         "x-rewrite-url", "x-envoy-original-path"]
+
+    /// `x_tenant` beside a covered `x-tenant`: a CGI or WSGI upstream merges the two into one
+    /// variable, which the signature would then not cover.
+    static func misspeltCoveredField(_ fields: HTTPFields, context: GatewayRequestContext) -> SignCoreError? {
+        guard let signature = context.signature else { return nil }
+        let covered = Set(signature.coveredHeaders)
+        let coveredSpellings = Set(covered.map { $0.replacingOccurrences(of: "_", with: "-") })
+        guard fields.contains(where: { !covered.contains($0.name.canonicalName) && coveredSpellings.contains(spelling($0.name)) }) else { return nil }
+        return SignCoreError(.invalidHeader, "a field is spelt like a covered field but is not covered")
+    }
+
     /// A field name as CGI, WSGI and many frameworks read it: case-insensitive, `_` for `-`
     /// (`signcore_account` and `Signcore-Account` both become `HTTP_SIGNCORE_ACCOUNT`).
     static func spelling(_ name: HTTPField.Name) -> String {
@@ -70,6 +85,9 @@ struct ProxyMiddleware: RouterMiddleware {
             self.attestation = attestation
             owned = GatewayFields.owned.union([keyID, account, algorithm, verdict, attestation].map(GatewayFields.spelling))
         }
+
+        /// The five identity fields' names.
+        var names: [HTTPField.Name] { [keyID, account, algorithm, verdict, attestation] }
 
         /// The account as the upstream reads it: its UTF-8 bytes with every byte other than a
         /// letter, a digit or `-._~@:` as `%XX` (RFC 3986), so accounts that differ arrive
@@ -139,15 +157,7 @@ struct ProxyMiddleware: RouterMiddleware {
         let listed = request.headers[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
             HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
         }
-        if let signature = context.signature {
-            // `x_tenant` beside a covered `x-tenant`: a CGI or WSGI upstream merges the two into one
-            // variable, which the signature would then not cover.
-            let covered = Set(signature.coveredHeaders)
-            let coveredSpellings = Set(covered.map { $0.replacingOccurrences(of: "_", with: "-") })
-            if request.headers.contains(where: { !covered.contains($0.name.canonicalName) && coveredSpellings.contains(GatewayFields.spelling($0.name)) }) {
-                return Response(Refusal(SignCoreError(.invalidHeader, "a field is spelt like a covered field but is not covered")))
-            }
-        }
+        if let refusal = GatewayFields.misspeltCoveredField(request.headers, context: context) { return Response(Refusal(refusal)) }
         // `Host` is the upstream's own, set by UpstreamClient from the upstream URL: no host a
         // client names reaches an upstream that routes virtual hosts by it (the verified one is
         // in `x-forwarded-host`). Identity fields and the fields signd owns go under every

@@ -126,11 +126,21 @@ struct HandshakeDeadlineChannel<Base: ServerChildChannel>: ServerChildChannel {
     func handle(value: Value, logger: Logger) async { await base.handle(value: value, logger: logger) }
 }
 
-/// Closes the connection when the TLS handshake has not completed in time, then leaves.
-final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler {
+/// Closes the connection when the TLS handshake has not completed in time. On an HTTP/2
+/// connection it stays, to close it in time after signd's GOAWAY too: Hummingbird sends GOAWAY
+/// and a PING to an idle connection and closes it only when the PING is answered, so a client
+/// that never answers would hold its place for ever. It reads the frame headers of what signd
+/// writes (RFC 9113 §4.1), nothing else.
+final class HandshakeDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
+    typealias OutboundIn = IOData
     let timeout: TimeAmount
     private var timer: Scheduled<Void>?
+    /// Frame reading, once HTTP/2 is negotiated: the header bytes of the frame being written, and
+    /// the payload bytes still to pass.
+    private var http2 = false
+    private var header: [UInt8] = []
+    private var payloadLeft = 0
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
@@ -143,9 +153,40 @@ final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         context.fireUserInboundEventTriggered(event)
-        if case .handshakeCompleted = event as? TLSUserEvent {
+        if case .handshakeCompleted(let negotiated) = event as? TLSUserEvent {
             timer?.cancel()
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            timer = nil
+            if negotiated == "h2" { http2 = true } else { context.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if http2, timer == nil, case .byteBuffer(let buffer) = unwrapOutboundIn(data) { read(buffer, context: context) }
+        context.write(data, promise: promise)
+    }
+
+    /// Follows the frames written; at the first GOAWAY (type 7), the connection has `timeout` left.
+    private func read(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        var bytes = buffer.readableBytesView[...]
+        while !bytes.isEmpty {
+            if payloadLeft > 0 {
+                let skipped = min(payloadLeft, bytes.count)
+                payloadLeft -= skipped
+                bytes = bytes.dropFirst(skipped)
+                continue
+            }
+            let taken = bytes.prefix(9 - header.count)
+            header += taken
+            bytes = bytes.dropFirst(taken.count)
+            guard header.count == 9 else { return }
+            payloadLeft = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+            let type = header[3]
+            header.removeAll(keepingCapacity: true)
+            if type == 7 {
+                let channel = context.channel
+                timer = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+                return
+            }
         }
     }
 }
@@ -159,7 +200,10 @@ extension Gateway {
         let configuration = certificate.configuration(http2: tls.http2)
         return HTTPServerBuilder { responder in
             if tls.http2 {
-                let http2 = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: http1)
+                // A connection with no open stream is sent GOAWAY after the idle timeout, and closed
+                // one timeout later whether or not the client answers (`HandshakeDeadline`).
+                var http2 = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: http1)
+                http2.gracefulCloseTimeout = .seconds(limits.idleTimeout)
                 return HandshakeDeadlineChannel(base: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder),
                                                 timeout: handshake)
             }

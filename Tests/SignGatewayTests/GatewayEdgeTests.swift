@@ -71,7 +71,9 @@ import Testing
     /// verified identity, refused ones never arrive and come back with signd's reason, a replay is
     /// refused, bodies are refused, a client's own identity fields never reach the upstream, and
     /// a limit's 429 comes back with its fields.
-    static func checkProxy(_ http: HTTPClient, port: Int, upstream: Upstream) async throws {
+    /// - Parameter stripsIdentity: whether the proxy removes a client's identity fields before it
+    ///   asks (Caddy's file does; nginx asks with them, and signd refuses the request).
+    static func checkProxy(_ http: HTTPClient, port: Int, upstream: Upstream, stripsIdentity: Bool) async throws {
         // Signed, accepted: the upstream gets the identity.
         let (accepted, signed) = try await send(http, port: port, "/v1/orders?id=1")
         #expect(accepted.status == 200)
@@ -108,10 +110,21 @@ import Testing
         #expect(auth.status == 404)
         #expect(upstream.all.count == count)
 
+        // A method or URL override, on an unchecked route too: refused (it would reach the upstream).
+        for field in [("x-http-method-override", "DELETE"), ("X-Original-URL", "/admin")] {
+            let (overridden, _) = try await send(http, port: port, "/public/page", key: nil, fields: [field])
+            #expect(overridden.status == 400 && overridden.error?.hasPrefix("invalidHeader") == true)
+        }
+        #expect(upstream.all.count == count)
+
         // An unchecked route: through, and a client's own identity fields never reach the upstream.
-        let (open, _) = try await send(http, port: port, "/public/page", key: nil,
-                                       fields: [("signcore-key-id", "admin"), ("signcore-account", "root"), ("Signcore_Account", "root"),
-                                                ("signcore-verdict", "verified")])
+        let spoofs = [("signcore-key-id", "admin"), ("signcore-account", "root"), ("Signcore_Account", "root"), ("signcore-verdict", "verified")]
+        if !stripsIdentity {
+            let (spoofed, _) = try await send(http, port: port, "/public/page", key: nil, fields: spoofs)
+            #expect(spoofed.status == 400 && spoofed.error?.hasPrefix("invalidHeader") == true)
+            #expect(upstream.all.count == count)
+        }
+        let (open, _) = try await send(http, port: port, "/public/page", key: nil, fields: stripsIdentity ? spoofs : [])
         #expect(open.status == 200)
         let openRecord = try #require(upstream.all.last)
         // (nginx drops an empty identity field, Caddy copies it empty.)
@@ -140,7 +153,7 @@ import Testing
                 defer { nginx.stop() }
                 let http = HTTPClient(eventLoopGroupProvider: .singleton)
                 defer { _ = http.shutdown() }
-                try await Self.checkProxy(http, port: proxyPort, upstream: upstream)
+                try await Self.checkProxy(http, port: proxyPort, upstream: upstream, stripsIdentity: false)
 
                 // Straight to signd from an untrusted address, describing a signed request: the
                 // description is ignored, the request is read as what it is (a GET of the endpoint).
@@ -171,7 +184,13 @@ import Testing
                 defer { caddy.stop() }
                 let http = HTTPClient(eventLoopGroupProvider: .singleton)
                 defer { _ = http.shutdown() }
-                try await Self.checkProxy(http, port: proxyPort, upstream: upstream)
+                try await Self.checkProxy(http, port: proxyPort, upstream: upstream, stripsIdentity: true)
+                // `x_tenant` beside a covered `x-tenant`, which Caddy passes on: refused.
+                let covered = try Signer(key: Self.key, coveredHeaders: ["x-tenant"])
+                    .sign(method: .get, url: "http://app.test/v1/orders?id=8", body: [], headers: [HeaderField("x-tenant", "a")])
+                let (misspelt, _) = try await Self.send(http, port: proxyPort, "/v1/orders?id=8", fields: [("x-tenant", "a"), ("X_Tenant", "b")],
+                                                        signed: covered)
+                #expect(misspelt.status == 400 && misspelt.error?.hasPrefix("invalidHeader") == true)
                 // nginx's description fields from a client behind Caddy: refused, never believed.
                 let (spoofed, _) = try await Self.send(http, port: proxyPort, "/public/x", key: nil, fields: [("x-original-uri", "/public/y")])
                 #expect(spoofed.status == 400 && spoofed.error?.hasPrefix("invalidHeader") == true)
@@ -197,6 +216,9 @@ import Testing
             #expect(ok == 200 && answer.first(name: "signcore-verdict") == "off" && answer.contains(name: "signcore-key-id"))
             // Missing, doubled, malformed, downgraded.
             #expect(try await ask(Array(base.dropFirst())).1?.hasPrefix("invalidInput") == true)
+            #expect(try await ask(Array(base.dropLast())).1?.hasPrefix("invalidInput") == true)
+            #expect(try await ask(base + [("signcore-account", "root")]).1?.hasPrefix("invalidHeader") == true)
+            #expect(try await ask(base + [("x-http-method", "PUT")]).1?.hasPrefix("invalidHeader") == true)
             #expect(try await ask(base + [("x-forwarded-uri", "/public/b")]).1?.hasPrefix("invalidHeader") == true)
             #expect(try await ask([("x-forwarded-method", "G T")] + base.dropFirst()).1?.hasPrefix("unsupportedMethod") == true)
             #expect(try await ask(Array(base.dropLast()) + [("x-forwarded-proto", "https")]).1?.hasPrefix("invalidURL") == true)
@@ -410,6 +432,51 @@ extension GatewayEdgeTests {
                     let refused = try await http.execute(downgraded, timeout: .seconds(10))
                     #expect(refused.status == .unauthorized && refused.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true)
                 }
+                // HTTP/2 bodies without a length: a signed one streamed upstream whole, one on a GET refused unread.
+                let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+                defer { _ = http.shutdown() }
+                let body = [UInt8](repeating: 9, count: 70_000)
+                let signer = try Signer(key: Self.key)
+                for (method, path) in [(HTTPMethod.POST, "/v1/stream"), (.GET, "/public/get-body")] {
+                    var request = HTTPClientRequest(url: "https://localhost:\(port)" + path)
+                    request.method = method
+                    if method == .POST {
+                        let signed = try signer.sign(method: .post, url: "https://localhost:\(port)" + path, body: body)
+                        request.headers.add(name: "whash", value: signed.whash)
+                        request.headers.add(name: "wtoken", value: signed.wtoken)
+                    }
+                    let chunks = [ByteBuffer(bytes: body.prefix(30_000)), ByteBuffer(bytes: body.dropFirst(30_000))]
+                    request.body = .stream(chunks.async, length: .unknown)
+                    let response = try await http.execute(request, timeout: .seconds(10))
+                    let answer = try await GatewayTests.json(response)
+                    #expect(response.version == .http2)
+                    if method == .POST {
+                        #expect(response.status == .ok && answer["bytes"] == "70000")
+                    } else {
+                        #expect(response.status == .badRequest && response.headers.first(name: "signcore-error")?.hasPrefix("unexpectedBody") == true)
+                    }
+                }
+                #expect(upstream.all.contains { $0.path == "/v1/stream" && $0.bodyBytes == 70_000 && $0.complete })
+                #expect(!upstream.all.contains { $0.path == "/public/get-body" })
+
+                // An HTTP/2 client that says hello, then nothing (and answers no PING): closed.
+                var h2 = TLSConfiguration.makeClientConfiguration()
+                h2.trustRoots = .file(authority.certificate)
+                h2.applicationProtocols = ["h2"]
+                let context = try NIOSSLContext(configuration: h2)
+                let hello = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: "localhost"))
+                        }
+                    }
+                    .connect(host: "127.0.0.1", port: port).get()
+                var preface = ByteBuffer(string: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                preface.writeBytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  // an empty SETTINGS frame
+                try await hello.writeAndFlush(preface)
+                #expect(try await eventually { !hello.isActive })
+                try? await hello.close()
+
                 #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
                 #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
                 #expect(try Self.curl(port, "/v1/orders", authority: authority.certificate, ["--http2"]) == (0, "2 401"))
