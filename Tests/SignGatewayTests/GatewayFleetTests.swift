@@ -18,9 +18,10 @@ import Testing
         ["store": "postgres", "postgres": ["host": "127.0.0.1", "port": server.port, "username": server.user, "database": "postgres", "timeout": 1]]
     }
 
-    /// Signed GETs for `count` distinct URLs (signed once each: the tokens are what is replayed).
+    /// Signed GETs for `count` distinct URLs (signed once each: the tokens are what is replayed),
+    /// valid for signd's longest lifetime (300 s): a slow machine takes more than a minute to send them.
     static func signedRequests(_ count: Int, base: String) throws -> [(String, String, String)] {
-        let signer = try Signer(key: key)
+        let signer = try Signer(key: key, lifetime: 300)
         return try (0..<count).map { index in
             let url = "/v1/items/\(index)"
             let headers = try signer.sign(method: .get, url: base + url, body: [])
