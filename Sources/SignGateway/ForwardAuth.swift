@@ -99,16 +99,6 @@ struct ForwardAuthMiddleware: RouterMiddleware {
         if fields.contains(where: { refusedFields.contains(GatewayFields.spelling($0.name)) }) {
             throw SignCoreError(.invalidHeader, "forward auth: the request carries an identity field or a method or URL override, which would reach the upstream")
         }
-        // No body reaches forward auth: a request that has one cannot have it checked here.
-        // (An empty field is none: a proxy fills it from a field the request may not have.)
-        let framing = [Self.originalContentLength, .contentLength, Self.originalTransferEncoding, .transferEncoding].flatMap { fields[values: $0] }
-        let hasBody = framing.contains { !["", "0"].contains($0.trimmingCharacters(in: .whitespaces)) }
-        if signed.contentClass == .body || hasBody {
-            let decision = routes.policy.decision(method: method, path: String(uri.prefix { $0 != "?" }))
-            if decision.signature != .off || signed.contentClass == .url {
-                throw SignCoreError(.unexpectedBody, "forward auth sees no request body: send requests with one through signd's proxy")
-            }
-        }
         let removed: Set<HTTPField.Name> = [style.method, style.uri, Self.forwardedHost, Self.forwardedProto, Self.originalContentLength,
                                             Self.originalTransferEncoding, .contentLength, .transferEncoding, ReceivedRequest.hostField]
         var head = HTTPRequest(method: method, scheme: nil, authority: host, path: uri,
@@ -118,6 +108,14 @@ struct ForwardAuthMiddleware: RouterMiddleware {
         let target = described.uri.path
         guard !ownPaths.contains(where: { target == $0 || target.hasPrefix($0 + "/") }) else {
             throw SignCoreError(.invalidURL, "forward auth: signd's own endpoints are answered by signd, not authorized for a proxy")
+        }
+        // No body reaches forward auth: a request that has one cannot have it checked here, unless
+        // its route checks nothing (decided on the path as `RouteMiddleware` will read it).
+        // (An empty field is none: a proxy fills it from a field the request may not have.)
+        let framing = [Self.originalContentLength, .contentLength, Self.originalTransferEncoding, .transferEncoding].flatMap { fields[values: $0] }
+        let hasBody = framing.contains { !["", "0"].contains($0.trimmingCharacters(in: .whitespaces)) }
+        if signed.contentClass == .url ? hasBody : routes.policy.decision(method: method, path: target).signature != .off {
+            throw SignCoreError(.unexpectedBody, "forward auth sees no request body: send requests with one through signd's proxy")
         }
         return described
     }
