@@ -101,9 +101,8 @@ struct ForwardAuthMiddleware: RouterMiddleware {
         }
         let removed: Set<HTTPField.Name> = [style.method, style.uri, Self.forwardedHost, Self.forwardedProto, Self.originalContentLength,
                                             Self.originalTransferEncoding, .contentLength, .transferEncoding, ReceivedRequest.hostField]
-        var head = HTTPRequest(method: method, scheme: nil, authority: host, path: uri,
+        let head = HTTPRequest(method: method, scheme: nil, authority: host, path: uri,
                                headerFields: HTTPFields(fields.filter { !removed.contains($0.name) }))
-        head.extendedConnectProtocol = nil
         let described = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
         let target = described.uri.path
         guard !ownPaths.contains(where: { target == $0 || target.hasPrefix($0 + "/") }) else {
