@@ -5,8 +5,9 @@ pinned by at least one vector.
 For each decision in the functions that implement docs/SPEC.md, docs/ATTEST.md and docs/HTTPSIG.md -- each comparison, each integer
 limit, each error code returned, each `if` check and each operand of a condition, each
 transformation of a value, the order of adjacent checks -- a mutant of reference.py is made
-(from its syntax tree) and `check()` is run against every vector file with it, in-process, stopping
-at the first vector that fails. A mutant that no vector kills is a decision the vectors do not
+(from its syntax tree) and the parts of `check()` are run against every vector file with it,
+in-process, stopping at the first vector that fails (each worker first runs the part that killed its
+last mutant: mutants of one function are neighbours). A mutant that no vector kills is a decision the vectors do not
 pin. Mutants that cannot change any output (equivalent mutants) are listed with a reason each in
 mutate_allow.txt; any other survivor fails this check, and so does an allow-list entry that no
 longer names a surviving mutant.
@@ -15,7 +16,7 @@ longer names a surviving mutant.
     python3 Vectors/tools/mutate.py --list     # every mutant's id, no run
     python3 Vectors/tools/mutate.py -j 2       # workers (default: 2)
 """
-import ast, copy, io, multiprocessing, os, pathlib, signal, sys, time
+import ast, copy, multiprocessing, os, pathlib, signal, sys, time
 
 TOOLS = pathlib.Path(__file__).resolve().parent
 REFERENCE = TOOLS / "reference.py"
@@ -251,36 +252,126 @@ class Killed(Exception):
     pass
 
 
+class Leaked(Exception):
+    """A mutant's run changed the state of the loaded reference: later results cannot be trusted."""
+
+
 def alarm(signum, frame):
     raise TimeoutError
 
 
+ORDER = []  # this worker's order of the check's parts: the part that killed the last mutant first
+
+
+def run_stages(stages):
+    """Whether every part of the check passes; stops at the first vector that fails."""
+    def stop_at_failure(ok, what):
+        if not ok:
+            raise Killed(what)
+    order = [name for name in ORDER if name in stages] + [name for name in stages if name not in ORDER]
+    for name in order:
+        try:
+            stages[name](stop_at_failure)
+        except BaseException as e:
+            ORDER[:] = [name] + [n for n in ORDER if n != name]
+            if isinstance(e, Killed):
+                return False
+            raise
+    return True
+
+
 def run(tree):
-    """Whether every vector agrees with the module `tree`; stops at the first vector that fails."""
-    code = compile(tree, str(REFERENCE), "exec")
+    """Whether every vector agrees with the module `tree`, loaded afresh."""
     ns = {"__name__": "reference_mutant", "__file__": str(REFERENCE)}
-
-    def stop_at_failure(*args, **kwargs):
-        if args and str(args[0]).startswith("FAIL"):
-            raise Killed(" ".join(map(str, args)))
     try:
-        exec(code, ns)
-        ns["print"] = stop_at_failure  # check() reports each failing vector with print("FAIL", ...)
-        return bool(ns["check"]())
-    except Killed:
-        return False
+        exec(compile(tree, str(REFERENCE), "exec"), ns)
+        return run_stages(dict(ns["check_stages"]()))
+    finally:
+        restore_shared()
 
 
-SOURCE = None
+def shared_tables():
+    """The tables of other modules that loading reference.py changes: http_sfv's readers and
+    writers (it replaces the byte sequence's reader with its own)."""
+    from http_sfv import item
+    return [item._parse_map, item._ser_map]
+
+
+SHARED = []  # (table, its content once the worker's module is loaded)
+
+
+def restore_shared():
+    """A module loaded afresh replaced the shared tables' entries with its own: the loaded module's
+    are put back."""
+    for table, content in SHARED:
+        table.clear()
+        table.update(content)
+
+
+# Each worker parses reference.py once and loads it once (BASE). A mutant of a function is then
+# its one statement compiled, and its code swapped into the loaded function for the run (tables
+# holding the function see it too); other mutants (constants, decorated functions) load a whole
+# mutated module. Parsing and loading the module took three times as long as killing a mutant.
+TREE, TOPS, BASE, STAGES, RUNS = None, [], None, None, 0
+PRISTINE_EVERY = 200  # runs between checks that the loaded module still passes: no mutant left a trace
+
+
+def top_statements(tree):
+    """(first mutant node index, node count, statement) of each top-level statement with nodes to mutate."""
+    out, offset = [], 0
+    for top in tree.body:
+        count = sum(1 for _ in scopes(ast.Module(body=[top], type_ignores=[])))
+        if count:
+            out.append((offset, count, top))
+            offset += count
+    return out
+
+
+def swappable(top):
+    """The (loaded function, name in the mutated module's namespace) pairs whose code a mutant of
+    `top` replaces, or None when the whole module must be loaded."""
+    def plain(fn):
+        return not fn.decorator_list
+    if isinstance(top, ast.FunctionDef) and plain(top):
+        return [(BASE[top.name], (top.name, None))]
+    if isinstance(top, ast.ClassDef) and not top.decorator_list:
+        methods = [m for m in top.body if isinstance(m, ast.FunctionDef) and f"{top.name}.{m.name}" in FUNCTIONS]
+        if all(plain(m) for m in methods):
+            return [(BASE[top.name].__dict__[m.name], (top.name, m.name)) for m in methods]
+    return None
+
+
+def run_mutant(index, kind, arg):
+    global RUNS
+    offset, _, top = next(t for t in TOPS if t[0] <= index < t[0] + t[1])
+    mutated = apply(ast.Module(body=[copy.deepcopy(top)], type_ignores=[]), index - offset, kind, arg).body[0]
+    targets = swappable(top)
+    if targets is None or any(fn.__code__.co_freevars for fn, _ in targets):
+        return run(ast.Module(body=[mutated if t is top else t for t in TREE.body], type_ignores=[]))
+    scratch = dict(BASE)
+    exec(compile(ast.Module(body=[mutated], type_ignores=[]), str(REFERENCE), "exec"), scratch)
+    saved = [(fn, fn.__code__, fn.__defaults__, fn.__kwdefaults__) for fn, _ in targets]
+    try:
+        for fn, (name, method) in targets:
+            new = scratch[name] if method is None else scratch[name].__dict__[method]
+            fn.__code__, fn.__defaults__, fn.__kwdefaults__ = new.__code__, new.__defaults__, new.__kwdefaults__
+        return run_stages(STAGES)
+    finally:
+        for fn, code, defaults, kwdefaults in saved:
+            fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code, defaults, kwdefaults
+        RUNS += 1
+        if RUNS % PRISTINE_EVERY == 0 and not run_stages(STAGES):
+            raise Leaked("mutation check: a mutant left a trace in the loaded reference")
 
 
 def worker(mutant):
     index, kind, arg, key = mutant
-    tree = apply(ast.parse(SOURCE), index, kind, arg)
     signal.signal(signal.SIGALRM, alarm)
     signal.alarm(TIMEOUT)
     try:
-        survived, how = run(tree), ""
+        survived, how = run_mutant(index, kind, arg), ""
+    except Leaked:
+        raise
     except TimeoutError:
         survived, how = False, "timeout"
     except RecursionError:
@@ -293,9 +384,14 @@ def worker(mutant):
 
 
 def init(source):
-    global SOURCE
-    SOURCE = source
+    global TREE, TOPS, BASE, STAGES
     sys.setrecursionlimit(10000)
+    TREE = ast.parse(source)
+    TOPS = top_statements(TREE)
+    BASE = {"__name__": "reference_mutant", "__file__": str(REFERENCE)}
+    exec(compile(TREE, str(REFERENCE), "exec"), BASE)
+    STAGES = dict(BASE["check_stages"]())
+    SHARED[:] = [(table, dict(table)) for table in shared_tables()]
 
 
 def allowed():
@@ -325,13 +421,7 @@ def main():
     keys = [m[3] for m in all_mutants]
     assert len(set(keys)) == len(keys), "mutant ids must be unique"
     init(source)
-    devnull = io.StringIO()
-    saved, sys.stdout = sys.stdout, devnull
-    try:
-        ok = run(ast.parse(source))
-    finally:
-        sys.stdout = saved
-    if not ok:
+    if not run_stages(STAGES):
         print("mutation check: the unmutated reference does not pass its own check")
         return 1
     start = time.time()

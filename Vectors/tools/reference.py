@@ -4852,13 +4852,22 @@ def write(name, doc):
     print(f"{name}: {doc['numberOfTests']} cases")
 
 
-def check():
-    failures = 0
-    def expect(ok, what):
-        nonlocal failures
-        if not ok:
-            failures += 1
-            print("FAIL", what)
+GENERATED = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
+             "message.json": generate_message}
+CHECKED = ("canonical_url.json", "wtoken.json", "attest.json", "device.json", "ratelimit.json", "httpsig.json")  # case by case
+
+
+def check_files(expect):
+    """Every vector file is present, and each has a check."""
+    files = sorted(p.name for p in VECTORS.glob("*.json"))
+    for name in files:
+        expect(name in GENERATED or name in CHECKED, f"{name}: no check for this vector file")
+    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json",
+                 "device.json", "ratelimit.json", "httpsig.json"):
+        expect(name in files, f"{name} is missing")
+
+
+def check_canonical_url(expect):
     cu = json.loads((VECTORS / "canonical_url.json").read_text())
     for tc in cu["tests"]:
         raw = bytes.fromhex(tc["inputHex"]) if "inputHex" in tc else tc["input"].encode()
@@ -4870,93 +4879,92 @@ def check():
     for tc in cu["pairs"]:
         same = canonical_url(tc["a"].encode()) == canonical_url(tc["b"].encode())
         expect(same == (tc["result"] == "same"), f"canonical_url pair {tc['tcId']}")
-    generated = {"whash.json": generate_whash, "jwk.json": generate_jwk, "refusal.json": generate_refusal,
-                 "message.json": generate_message}
-    checked = ("canonical_url.json", "wtoken.json", "attest.json", "device.json", "ratelimit.json", "httpsig.json")  # checked case by case, not regenerated
-    files = sorted(p.name for p in VECTORS.glob("*.json"))
-    for name in files:
-        expect(name in generated or name in checked, f"{name}: no check for this vector file")
-    for name in ("canonical_url.json", "whash.json", "wtoken.json", "jwk.json", "refusal.json", "message.json", "attest.json",
-                 "device.json", "ratelimit.json", "httpsig.json"):
-        expect(name in files, f"{name} is missing")
-    if "attest.json" in files:  # ATTEST §8: every case of every section, from its inputs
-        stored = json.loads((VECTORS / "attest.json").read_text())
-        keys = {n: Key(j) for n, j in stored["keys"].items()}
-        count = 0
-        for section, run in ATTEST_SECTIONS.items():
-            for tc in stored[section]:
-                count += 1
-                want = {k: tc[k] for k in ("result", "expected", "error", "retryAfter") if k in tc}
-                got = run(keys, tc)
-                expect(got == want, f"attest {section} {tc['tcId']}: {got.get('error', got['result'])}")
-        expect(count == stored["numberOfTests"], "attest.json: numberOfTests")
-    if "device.json" in files:  # ATTEST §9.10: every case of every section, from its inputs
-        stored = json.loads((VECTORS / "device.json").read_text())
-        keys = {n: Key(j) for n, j in stored["keys"].items()}
-        count = 0
-        for section, run in DEVICE_SECTIONS.items():
-            for tc in stored[section]:
-                count += 1
-                want = {k: tc[k] for k in ("result", "expected", "error") if k in tc}
-                got = run(keys, tc)
-                expect(got == want, f"device {section} {tc['tcId']}: {got.get('error', got['result'])}")
-        expect(count == stored["numberOfTests"], "device.json: numberOfTests")
-    if "ratelimit.json" in files:  # ATTEST §10.10: every case of every section, from its inputs
-        stored = json.loads((VECTORS / "ratelimit.json").read_text())
-        keys = {n: Key(j) for n, j in stored["keys"].items()}
-        count = 0
-        for section, run in RATE_SECTIONS.items():
-            for tc in stored[section]:
-                count += 1
-                want = {k: tc[k] for k in ("result", "expected", "error", "retryAfter", "reason", "cause") if k in tc}
-                got = run(keys, tc)
-                expect(got == want, f"ratelimit {section} {tc['tcId']}: {got.get('error', got['result'])}")
-        expect(count == stored["numberOfTests"], "ratelimit.json: numberOfTests")
-    if "httpsig.json" in files:  # HTTPSIG §8: every case of every group, from its inputs
-        stored = json.loads((VECTORS / "httpsig.json").read_text())
-        keys = {n: Key(j) for n, j in stored["keys"].items()}
-        count = 0
-        for group, run in HTTPSIG_GROUPS.items():
-            for tc in stored[group]:
-                count += 1
-                want = {k: tc[k] for k in HTTPSIG_OUTPUTS[group] if k in tc}
-                got = run(keys, tc)
-                expect(got == want, f"httpsig {group} {tc['tcId']}: {got}")
-        expect(count == stored["numberOfTests"], "httpsig.json: numberOfTests")
-        expect(stored["codes"] == httpsig_codes(), "httpsig.json: codes")
-    for name in [n for n in files if n in generated or n == "wtoken.json"]:
-        fresh = generated[name]() if name in generated else None
+
+
+def check_sections(name, label, sections, outputs):
+    """A file checked case by case: every case of every section, from its inputs (ATTEST §8, §9.10, §10.10;
+    HTTPSIG §8)."""
+    def run(expect):
         stored = json.loads((VECTORS / name).read_text())
-        if name == "wtoken.json":
-            keys = stored["keys"]
-            for tc in stored["sign"]:
-                key = Key(keys[tc["key"]])
-                try:
-                    out = sign(key, tc["method"], tc["url"].encode(), body_of(tc.get("body")), tc["created"], tc["lifetime"],
-                               bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")),
-                               tc.get("allowUnsignedBody", False))
-                    if key.alg == "ES256":  # randomised: the stored signature cannot be reproduced
-                        continue
-                    expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken sign {tc['tcId']}")
-                except SpecError as e:
-                    expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken sign {tc['tcId']}: {e.code}")
-            for tc in stored["verify"]:
-                ks = {}
-                for n in tc["verifierKeys"]:
-                    k = Key(keys[n]); ks[k.kid] = k
-                try:
-                    seen = {(p["kid"], p["nonce"], p["expires"]) for p in tc.get("seen", [])}
-                    out = verify(ks, tc["request"], tc["now"], tc.get("skew", 30), tc.get("maxLifetime", 300), seen,
-                                 tc.get("requireWhash", True), tc.get("requiredHeaders"), tc.get("allowUnsignedBody", False))
-                    expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken verify {tc['tcId']}")
-                except SpecError as e:
-                    expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
-        else:
-            same = all(stored.get(part) == fresh.get(part) for part in ("tests", "sets", "keys", "sign", "verify"))
-            expect(same and stored["numberOfTests"] == fresh["numberOfTests"], f"{name} differs from the reference")
+        keys = {n: Key(j) for n, j in stored["keys"].items()}
+        count = 0
+        for section, outcome in sections.items():
+            for tc in stored[section]:
+                count += 1
+                want = {k: tc[k] for k in outputs(section) if k in tc}
+                got = outcome(keys, tc)
+                expect(got == want, f"{label} {section} {tc['tcId']}: {got.get('error', got['result']) if label != 'httpsig' else got}")
+        expect(count == stored["numberOfTests"], f"{name}: numberOfTests")
+        if name == "httpsig.json":
+            expect(stored["codes"] == httpsig_codes(), "httpsig.json: codes")
+    return run
+
+
+def check_wtoken(expect):
+    stored = json.loads((VECTORS / "wtoken.json").read_text())
+    keys = stored["keys"]
+    for tc in stored["sign"]:
+        key = Key(keys[tc["key"]])
+        try:
+            out = sign(key, tc["method"], tc["url"].encode(), body_of(tc.get("body")), tc["created"], tc["lifetime"],
+                       bytes.fromhex(tc["nonce"]), tc["account"], tc.get("coveredHeaders", ()), fields_of(tc.get("headers")),
+                       tc.get("allowUnsignedBody", False))
+            if key.alg == "ES256":  # randomised: the stored signature cannot be reproduced
+                continue
+            expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken sign {tc['tcId']}")
+        except SpecError as e:
+            expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken sign {tc['tcId']}: {e.code}")
+    for tc in stored["verify"]:
+        ks = {}
+        for n in tc["verifierKeys"]:
+            k = Key(keys[n]); ks[k.kid] = k
+        try:
+            seen = {(p["kid"], p["nonce"], p["expires"]) for p in tc.get("seen", [])}
+            out = verify(ks, tc["request"], tc["now"], tc.get("skew", 30), tc.get("maxLifetime", 300), seen,
+                         tc.get("requireWhash", True), tc.get("requiredHeaders"), tc.get("allowUnsignedBody", False))
+            expect(tc["result"] == "valid" and out == tc["expected"], f"wtoken verify {tc['tcId']}")
+        except SpecError as e:
+            expect(tc["result"] == "invalid" and e.code == tc["error"], f"wtoken verify {tc['tcId']}: {e.code}")
+
+
+def check_generated(name):
+    """A file the reference writes in full: regenerated and compared."""
+    def run(expect):
+        fresh = GENERATED[name]()
+        stored = json.loads((VECTORS / name).read_text())
+        same = all(stored.get(part) == fresh.get(part) for part in ("tests", "sets", "keys", "sign", "verify"))
+        expect(same and stored["numberOfTests"] == fresh["numberOfTests"], f"{name} differs from the reference")
+    return run
+
+
+def check_stages():
+    """The check in parts, (name, function of `expect`), in the order `check` runs them. The mutation
+    check (mutate.py) runs them in its own order: a mutant is killed sooner by the part that killed
+    the last one."""
+    return [("files", check_files), ("canonical_url.json", check_canonical_url),
+            ("attest.json", check_sections("attest.json", "attest", ATTEST_SECTIONS,
+                                           lambda _: ("result", "expected", "error", "retryAfter"))),
+            ("device.json", check_sections("device.json", "device", DEVICE_SECTIONS, lambda _: ("result", "expected", "error"))),
+            ("ratelimit.json", check_sections("ratelimit.json", "ratelimit", RATE_SECTIONS,
+                                              lambda _: ("result", "expected", "error", "retryAfter", "reason", "cause"))),
+            ("httpsig.json", check_sections("httpsig.json", "httpsig", HTTPSIG_GROUPS, lambda group: HTTPSIG_OUTPUTS[group])),
+            ("whash.json", check_generated("whash.json")), ("wtoken.json", check_wtoken),
+            ("jwk.json", check_generated("jwk.json")), ("refusal.json", check_generated("refusal.json")),
+            ("message.json", check_generated("message.json"))]
+
+
+def check():
+    failures = 0
+
+    def expect(ok, what):
+        nonlocal failures
+        if not ok:
+            failures += 1
+            print("FAIL", what)
+    for _, stage in check_stages():
+        stage(expect)
     print(f"reference check: {failures} failed" if failures else "reference check: all vector files agree with the reference")
     return failures == 0
-
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["generate"]:
