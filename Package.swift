@@ -140,7 +140,8 @@ let servers: [Target] = [
                                                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                                 .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "NIOPosix", package: "swift-nio")]),
     .executableTarget(name: "signd", dependencies: ["SignGateway", "SignCore", logging, .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                                                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
+                                                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                                                    .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
     // Tests by module, each naming only what it uses; the PostgreSQL server they start is shared.
     .target(name: "SignTestSupport", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), logging, httpTypes,
                                                     .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -12,6 +12,9 @@ public struct GatewayRequestContext: SignatureRequestContext {
     public var signCore = SignCoreContext()
     /// The connection's remote end.
     public let peer: SocketAddress?
+    /// The event loop of the client's connection: the upstream exchange runs on a connection of
+    /// the same loop (UpstreamClient), so a request never changes threads on its way through.
+    let eventLoop: any EventLoop
     /// The client's address, then the proxies it came through to signd, the TCP peer last
     /// (`ClientAddressMiddleware`): empty until that middleware ran, or when the peer has no IP
     /// address (a Unix socket).
@@ -29,5 +32,6 @@ public struct GatewayRequestContext: SignatureRequestContext {
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         peer = source.channel.remoteAddress
+        eventLoop = source.channel.eventLoop
     }
 }

@@ -192,7 +192,7 @@ struct ProxyMiddleware: RouterMiddleware {
         }
         let started = ContinuousClock.now
         do {
-            let response = try await client.execute(outgoing, body: upload?.chunks, timeout: timeout)
+            let response = try await client.execute(outgoing, body: upload?.chunks, timeout: timeout, on: context.eventLoop)
             metrics.upstream(String(response.head.status.code), elapsed: ContinuousClock.now - started)
             var headers = HTTPFields(response.head.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }

@@ -23,22 +23,21 @@ struct UpstreamResponse: Sendable {
     let body: UpstreamResponseBody
 }
 
-/// A response body read from the upstream connection only as fast as it is consumed. Dropped
-/// before its end (the client went away, or signd answers in its place), it closes the
-/// connection, which cannot carry another exchange.
+/// A response body as the upstream connection reads it (ResponseBuffer). Dropped before its end
+/// (the client went away, or signd answers in its place), it closes the connection, which cannot
+/// carry another exchange.
 final class UpstreamResponseBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let chunks: ChunkHandoff
-    init(_ chunks: ChunkHandoff) { self.chunks = chunks }
-    deinit { chunks.abandon() }
+    let buffer: ResponseBuffer
+    init(_ buffer: ResponseBuffer) { self.buffer = buffer }
+    deinit { buffer.abandon() }
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let body: UpstreamResponseBody  // keeps the body alive while it is read
-        let base: ChunkHandoff.AsyncIterator
-        func next() async throws -> ByteBuffer? { try await base.next() }
+        func next() async throws -> ByteBuffer? { try await body.buffer.next() }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self, base: chunks.makeAsyncIterator()) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
 }
 
 /// signd's HTTP/1.1 client for its one upstream: a pool of at most `maxConnections` keep-alive
@@ -139,7 +138,11 @@ final class UpstreamClient: Sendable {
     /// Sends `head` (its target as it is, `Host` set here) and `body`, and returns the response
     /// once its head has arrived within `timeout`. `body`'s producer is never cancelled from
     /// here: a body the upstream did not read to its end is left to the caller.
-    func execute(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount) async throws -> UpstreamResponse {
+    ///
+    /// - Parameter loop: the event loop of the client's connection. A connection of that loop is
+    ///   taken, or opened on it while the pool has room: the exchange then never leaves the
+    ///   client's thread. Another loop's idle connection serves only when the pool is full.
+    func execute(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount, on loop: (any EventLoop)? = nil) async throws -> UpstreamResponse {
         // SwiftNIO writes a TRACE without any length field: a body after it would be read
         // upstream as a request of its own (RFC 9110 §9.3.8: a TRACE has no content).
         guard body == nil || head.method != .TRACE else {
@@ -153,12 +156,12 @@ final class UpstreamClient: Sendable {
             attempts += 1
             let connection: UpstreamConnection
             let reused: Bool
-            switch try await lease(until: deadline, idle: attempts == 1) {
+            switch try await lease(until: deadline, idle: attempts == 1, loop: loop) {
             case .connection(let idle):
                 (connection, reused) = (idle, true)
             case .slot:
                 do {
-                    (connection, reused) = (try await open(until: deadline), false)
+                    (connection, reused) = (try await open(until: deadline, on: loop ?? group.next()), false)
                 } catch {
                     closed(nil)
                     throw error is CancellationError ? error : UpstreamFailure.unreachable
@@ -194,8 +197,8 @@ final class UpstreamClient: Sendable {
 
     /// - Parameter idle: whether an idle connection may be taken (not for a request sent again
     ///   after a kept-alive connection failed: another idle one may be as stale).
-    private func lease(until deadline: NIODeadline, idle: Bool = true) async throws -> Lease {
-        if let lease = try takeNow(idle: idle) { return lease }
+    private func lease(until deadline: NIODeadline, idle: Bool, loop: (any EventLoop)?) async throws -> Lease {
+        if let lease = try takeNow(idle: idle, loop: loop) { return lease }
         let id = pool.withLock { pool in defer { pool.nextWaiter += 1 }; return pool.nextWaiter }
         let timer = group.any().scheduleTask(deadline: deadline) { self.stopWaiting(id, UpstreamFailure.busy) }
         defer { timer.cancel() }
@@ -208,7 +211,7 @@ final class UpstreamClient: Sendable {
                 let step: Step = pool.withLock { pool in
                     if pool.shutDown { return .fail(UpstreamFailure.unreachable) }
                     if Task.isCancelled { return .fail(CancellationError()) }
-                    if let lease = Self.take(&pool, idle: idle, limit: maxConnections, stale: &stale) { return .take(lease) }
+                    if let lease = Self.take(&pool, idle: idle, limit: maxConnections, loop: loop, stale: &stale) { return .take(lease) }
                     guard deadline > .now() else { return .fail(UpstreamFailure.busy) }
                     pool.waiters.append((id, continuation))
                     return .queued
@@ -226,25 +229,34 @@ final class UpstreamClient: Sendable {
     }
 
     /// An idle connection or a free place, without waiting; nil when neither is there.
-    private func takeNow(idle: Bool) throws -> Lease? {
+    private func takeNow(idle: Bool, loop: (any EventLoop)?) throws -> Lease? {
         var stale: [UpstreamConnection] = []
         defer { stale.forEach { $0.retire() } }
         return try pool.withLock { (pool) throws -> Lease? in
             if pool.shutDown { throw UpstreamFailure.unreachable }
-            return Self.take(&pool, idle: idle, limit: maxConnections, stale: &stale)
+            return Self.take(&pool, idle: idle, limit: maxConnections, loop: loop, stale: &stale)
         }
     }
 
-    /// Under the lock: the most recently used idle connection still open (a connection the
-    /// upstream closed while idle is skipped, and left in `stale` to retire), else a free place.
-    private static func take(_ pool: inout Pool, idle: Bool, limit: Int, stale: inout [UpstreamConnection]) -> Lease? {
-        while idle, let (connection, _) = pool.idle.popLast() {
-            if connection.isActive { return .connection(connection) }
-            stale.append(connection)
+    /// Under the lock: the most recently used idle connection of `loop` still open, else a free
+    /// place, else another loop's idle connection. A connection the upstream closed while idle
+    /// is dropped, and left in `stale` to retire.
+    private static func take(_ pool: inout Pool, idle: Bool, limit: Int, loop: (any EventLoop)?, stale: inout [UpstreamConnection]) -> Lease? {
+        if idle {
+            pool.idle.removeAll { entry in
+                guard !entry.connection.isActive else { return false }
+                stale.append(entry.connection)
+                return true
+            }
+            if let index = pool.idle.lastIndex(where: { loop == nil || $0.connection.channel.eventLoop === loop }) {
+                return .connection(pool.idle.remove(at: index).connection)
+            }
         }
-        guard pool.open < limit else { return nil }
-        pool.open += 1
-        return .slot
+        if pool.open < limit {
+            pool.open += 1
+            return .slot
+        }
+        return idle ? pool.idle.popLast().map { .connection($0.connection) } : nil
     }
 
     private func stopWaiting(_ id: Int, _ error: any Error) {
@@ -256,12 +268,12 @@ final class UpstreamClient: Sendable {
 
     /// Opens a connection, retrying refused or failed attempts with a growing pause until
     /// `deadline` (an upstream restarting is common and brief).
-    private func open(until deadline: NIODeadline) async throws -> UpstreamConnection {
+    private func open(until deadline: NIODeadline, on loop: any EventLoop) async throws -> UpstreamConnection {
         var pause = TimeAmount.milliseconds(50)
         while true {
             let remaining = deadline - .now()
             do {
-                return try await UpstreamConnection.open(endpoint, tls: tlsContext, group: group, timeout: max(remaining, .milliseconds(1)),
+                return try await UpstreamConnection.open(endpoint, tls: tlsContext, group: loop, timeout: max(remaining, .milliseconds(1)),
                                                          client: self)
             } catch {
                 try Task.checkCancellation()

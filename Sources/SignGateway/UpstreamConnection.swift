@@ -4,60 +4,34 @@ import NIOPosix
 import NIOSSL
 @_spi(SignCoreTools) import SignCore
 
-/// One HTTP/1.1 connection to the upstream. A task of its own owns the channel and serves one
-/// exchange at a time: it writes the request head, uploads the body in a child task while it
-/// reads the response, hands the response head to the caller and its body chunk by chunk.
+/// One HTTP/1.1 connection to the upstream, serving one exchange at a time. The exchange runs on
+/// the connection's event loop (`ExchangeHandler`): the request head is written there, the
+/// response head completes the promise the caller awaits, and the response body waits in a small
+/// buffer the caller reads (`ResponseBuffer`). No task of its own and no hop per part of the
+/// message: a request whose client connection is on the same loop (UpstreamClient) never changes
+/// threads. A body to upload is written by a task of the exchange, each write awaited until it has
+/// reached the socket: a body is never buffered in memory ahead of an upstream that does not read
+/// it, and "sent" means sent.
 ///
 /// The connection is kept for another exchange only when both messages ended cleanly and the
 /// upstream keeps it alive. When the response ends while the body is still uploading (an
-/// upstream that answered early), the upload stops and the connection closes: the task then
-/// ends, and nothing of the exchange is left waiting.
+/// upstream that answered early), the upload stops and the connection closes.
 final class UpstreamConnection: Sendable {
-    /// Responses are read through the async channel; requests are written to the channel itself,
-    /// each write awaited until it has reached the socket: a body is never buffered in memory
-    /// ahead of an upstream that does not read it, and "sent" means sent.
-    typealias Channel = NIOAsyncChannel<HTTPClientResponsePart, Never>
-
-    let channel: any NIOCore.Channel
-    private let exchanges: AsyncStream<Exchange>.Continuation
-
-    private struct Exchange: Sendable {
-        let head: HTTPRequestHead
-        let body: ChunkHandoff?
-        let timeout: TimeAmount
-        let reply: CheckedContinuation<UpstreamResponse, any Error>
-        let caller: CallerState
-    }
-
-    /// Whether the caller still waits for the response head, or gave up first: once the head is
-    /// handed over, the caller's cancellation no longer touches the connection (it may already be
-    /// back in the pool, carrying another exchange).
-    private final class CallerState: Sendable {
-        private let state = Locked((answered: false, cancelled: false))
-        /// Called before the head is handed over; false when the caller gave up first.
-        func answer() -> Bool { state.withLock { state in state.answered = true; return !state.cancelled } }
-        /// Called when the caller's task is cancelled; true when the head was not handed over yet.
-        func cancel() -> Bool {
-            state.withLock { state in
-                guard !state.answered else { return false }
-                state.cancelled = true
-                return true
-            }
-        }
-    }
+    let channel: any Channel
+    private let handler: NIOLoopBound<ExchangeHandler>
 
     var isActive: Bool { channel.isActive }
 
-    private init(channel: any NIOCore.Channel, exchanges: AsyncStream<Exchange>.Continuation) {
+    private init(channel: any Channel, handler: NIOLoopBound<ExchangeHandler>) {
         self.channel = channel
-        self.exchanges = exchanges
+        self.handler = handler
     }
 
-    /// Connects (TLS when the endpoint says so) and starts the connection's task.
+    /// Connects (TLS when the endpoint says so) on `group`'s next loop (a loop, for UpstreamClient).
     static func open(_ endpoint: UpstreamClient.Endpoint, tls: NIOSSLContext?, group: any EventLoopGroup, timeout: TimeAmount,
                      client: UpstreamClient) async throws -> UpstreamConnection {
         let serverName = endpoint.tls && (try? SocketAddress(ipAddress: endpoint.host, port: 0)) == nil ? endpoint.host : nil
-        let asyncChannel = try await ClientBootstrap(group: group)
+        let (channel, handler) = try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connect(host: endpoint.host, port: endpoint.port) { channel in
@@ -66,174 +40,368 @@ final class UpstreamConnection: Sendable {
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     }
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    return try Channel(wrappingChannelSynchronously: channel)
+                    let handler = ExchangeHandler(client: client)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    return (channel, NIOLoopBound(handler, eventLoop: channel.eventLoop))
                 }
             }
-        let (stream, continuation) = AsyncStream.makeStream(of: Exchange.self)
-        let connection = UpstreamConnection(channel: asyncChannel.channel, exchanges: continuation)
-        // Closed by the upstream while idle: the task ends, and the pool lets go of it.
-        asyncChannel.channel.closeFuture.whenComplete { _ in connection.retire() }
-        Task { await connection.serve(asyncChannel, exchanges: stream, client: client) }
+        let connection = UpstreamConnection(channel: channel, handler: handler)
+        try await channel.eventLoop.submit { handler.value.connection = connection }.get()
+        // Closed by either side, idle or not: the pool lets go of it (once per connection).
+        channel.closeFuture.whenComplete { _ in client.closed(connection) }
         return connection
     }
 
-    /// Runs one exchange on this connection; returns once the response head has arrived.
+    /// Runs one exchange on this connection; returns once the response head has arrived within
+    /// `timeout`. The caller's cancellation closes the connection until then, and no longer
+    /// touches it after (it may already be back in the pool, carrying another exchange).
     func exchange(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount) async throws -> UpstreamResponse {
-        let caller = CallerState()
+        let loop = channel.eventLoop
+        let reply = loop.makePromise(of: UpstreamResponse.self)
+        let handler = self.handler
+        let start: @Sendable () -> Void = { handler.value.start(head, uploading: body != nil, timeout: timeout, reply: reply) }
+        if loop.inEventLoop { start() } else { loop.execute(start) }
+        if let body { upload(body) }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { reply in
-                if case .terminated = exchanges.yield(Exchange(head: head, body: body, timeout: timeout, reply: reply, caller: caller)) {
-                    reply.resume(throwing: UpstreamFailure.failed)
+            try await reply.futureResult.get()
+        } onCancel: {
+            loop.execute { handler.value.callerGaveUp() }
+        }
+    }
+
+    /// Uploads `body` after the head (both are queued on the loop in this order).
+    private func upload(_ body: ChunkHandoff) {
+        let (channel, handler) = (self.channel, self.handler)
+        let task = Task {
+            let outcome: ExchangeHandler.Upload
+            do {
+                // Read with `next()`, not an iterator, so that stopping here leaves the body's
+                // producer to its owner (ProxyMiddleware), which may read the rest.
+                while let chunk = try await body.next() {
+                    try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk)))
+                }
+                try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
+                outcome = .done
+            } catch is ChunkHandoff.Discarded {
+                // The upstream answered first and the caller reads the rest itself: the body
+                // stops here, short of its end, and the connection closes after the response.
+                outcome = .stopped
+            } catch {
+                // A body that failed (its whash, its limit, its client gone) must never look
+                // complete upstream: the connection closes before its end.
+                outcome = .failed(error)
+            }
+            channel.eventLoop.execute { handler.value.uploadEnded(outcome) }
+        }
+        channel.eventLoop.execute { handler.value.uploadStarted(task) }
+    }
+
+    /// The connection takes no more exchanges: it closes (an idle one, from the pool).
+    func retire() { channel.close(promise: nil) }
+}
+
+/// A response body as the connection reads it: a few chunks held for the caller, the connection
+/// reading no more while they reach `highWater` bytes. Dropped before its end (the client went
+/// away, or signd answers in its place), it closes the connection, which cannot carry another
+/// exchange.
+final class ResponseBuffer: Sendable {
+    static let highWater = 256 * 1024
+    static let lowWater = 64 * 1024
+
+    private struct State {
+        var chunks = CircularBuffer<ByteBuffer>()
+        var bytes = 0
+        var end: Result<Void, any Error>?
+        var waiting: CheckedContinuation<ByteBuffer?, any Error>?
+        var paused = false
+        var abandoned = false
+    }
+
+    private let state = Locked(State())
+    private let channel: any Channel
+    private let handler: NIOLoopBound<ExchangeHandler>
+
+    fileprivate init(channel: any Channel, handler: NIOLoopBound<ExchangeHandler>) {
+        self.channel = channel
+        self.handler = handler
+    }
+
+    /// On the loop: a chunk read. Returns true when the connection is to stop reading.
+    fileprivate func append(_ chunk: ByteBuffer) -> Bool {
+        enum Step { case hand(CheckedContinuation<ByteBuffer?, any Error>), kept(pause: Bool) }
+        let step: Step = state.withLock { state in
+            if state.abandoned { return .kept(pause: false) }
+            if let waiting = state.waiting {
+                state.waiting = nil
+                return .hand(waiting)
+            }
+            state.chunks.append(chunk)
+            state.bytes += chunk.readableBytes
+            if state.bytes >= Self.highWater { state.paused = true }
+            return .kept(pause: state.paused)
+        }
+        switch step {
+        case .hand(let waiting):
+            waiting.resume(returning: chunk)
+            return false
+        case .kept(let pause): return pause
+        }
+    }
+
+    /// On the loop: the body's end, or why it failed.
+    fileprivate func finish(_ error: (any Error)?) {
+        let waiting = state.withLock { state in
+            if state.end == nil { state.end = error.map { .failure($0) } ?? .success(()) }
+            defer { state.waiting = nil }
+            return state.waiting
+        }
+        switch error {
+        case nil: waiting?.resume(returning: nil)
+        case let error?: waiting?.resume(throwing: error)
+        }
+    }
+
+    /// The next chunk, nil at the end, or why the body failed.
+    func next() async throws -> ByteBuffer? {
+        // Most responses have arrived whole by the time their head is read: no suspension then.
+        switch state.withLock({ Self.take(&$0, waiting: nil) }) {
+        case .chunk(let chunk, let resume):
+            if resume { resumeReading() }
+            return chunk
+        case .end(.success): return nil
+        case .end(.failure(let error)): throw error
+        case .cancelled, .waiting: break
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer?, any Error>) in
+                switch state.withLock({ Self.take(&$0, waiting: continuation) }) {
+                case .chunk(let chunk, let resume):
+                    if resume { resumeReading() }
+                    continuation.resume(returning: chunk)
+                case .end(.success): continuation.resume(returning: nil)
+                case .end(.failure(let error)): continuation.resume(throwing: error)
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .waiting: break
                 }
             }
         } onCancel: {
-            if caller.cancel() { channel.close(promise: nil) }
-        }
-    }
-
-    /// The connection takes no more exchanges; its task ends and the channel closes.
-    func retire() { exchanges.finish() }
-
-    private func serve(_ asyncChannel: Channel, exchanges stream: AsyncStream<Exchange>, client: UpstreamClient) async {
-        var pending = stream.makeAsyncIterator()
-        do {
-            try await asyncChannel.executeThenClose { inbound in
-                var responses = inbound.makeAsyncIterator()
-                while let exchange = await pending.next() {
-                    guard await run(exchange, responses: &responses, client: client) else { return }
-                }
+            let waiting = state.withLock { state in
+                defer { state.waiting = nil }
+                return state.waiting
             }
-        } catch {
-            // Closing a channel that had already failed: nothing more to do.
+            waiting?.resume(throwing: CancellationError())
         }
-        retire()
-        while let stranded = await pending.next() { stranded.reply.resume(throwing: UpstreamFailure.failed) }
-        client.closed(self)
     }
 
-    /// What one exchange has seen, shared with its upload task and its timer.
-    private final class Progress: Sendable {
-        private struct State { var uploaded = false; var uploadError: (any Error)?; var timedOut = false }
-        private let state = Locked(State())
-        var uploaded: Bool { state.withLock { $0.uploaded } }
-        var uploadError: (any Error)? { state.withLock { $0.uploadError } }
-        var timedOut: Bool { state.withLock { $0.timedOut } }
-        func setUploaded() { state.withLock { $0.uploaded = true } }
-        func setUploadError(_ error: any Error) { state.withLock { $0.uploadError = error } }
-        func setTimedOut() { state.withLock { $0.timedOut = true } }
+    private enum Take { case chunk(ByteBuffer, resume: Bool), end(Result<Void, any Error>), cancelled, waiting }
+
+    /// Under the lock: the first chunk held, else the end; else `waiting` waits (when given).
+    private static func take(_ state: inout State, waiting: CheckedContinuation<ByteBuffer?, any Error>?) -> Take {
+        if let chunk = state.chunks.popFirst() {
+            state.bytes -= chunk.readableBytes
+            let resume = state.paused && state.bytes <= lowWater
+            if resume { state.paused = false }
+            return .chunk(chunk, resume: resume)
+        }
+        if let end = state.end { return .end(end) }
+        guard let waiting else { return .waiting }
+        if Task.isCancelled { return .cancelled }
+        state.waiting = waiting
+        return .waiting
     }
 
-    /// Returns whether the connection went back to the pool for another exchange (if not, it
-    /// is closing).
-    private func run(_ exchange: Exchange, responses: inout NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator,
-                     client: UpstreamClient) async -> Bool {
-        let progress = Progress()
-        let channel = self.channel
+    private func resumeReading() {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.resumeReading() }
+    }
+
+    /// The reader is gone: chunks are dropped, and a body not read to its end closes the connection.
+    func abandon() {
+        let ended = state.withLock { state in
+            state.abandoned = true
+            state.chunks.removeAll()
+            return state.end != nil
+        }
+        if !ended { channel.close(promise: nil) }
+    }
+}
+
+/// The exchange's state machine, on the connection's event loop. It is the last handler of the
+/// pipeline: the request parts it writes go through the HTTP encoder, and it holds back the
+/// channel's reads while the response buffer is full.
+final class ExchangeHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    /// How the upload of a request body ended.
+    enum Upload: Sendable {
+        /// Every byte was written, and the request's end.
+        case done
+        /// Stopped by the caller: the upstream answered first.
+        case stopped
+        case failed(any Error)
+    }
+
+    private struct Exchange {
+        /// Until the response head has been handed over.
+        var reply: EventLoopPromise<UpstreamResponse>?
+        var response: ResponseBuffer?
+        var keepAlive = false
+        var ended = false
+        /// nil while a body uploads.
+        var upload: Upload?
+        var uploader: Task<Void, Never>?
+        var timer: Scheduled<Void>?
+        var timedOut = false
+        var cancelled = false
+    }
+
+    private let client: UpstreamClient
+    /// Set once, right after the connection is made.
+    var connection: UpstreamConnection?
+    private var context: ChannelHandlerContext?
+    private var exchange: Exchange?
+    private var readPaused = false
+    private var readWanted = false
+
+    init(client: UpstreamClient) { self.client = client }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    // MARK: The caller's side (UpstreamConnection)
+
+    func start(_ head: HTTPRequestHead, uploading: Bool, timeout: TimeAmount, reply: EventLoopPromise<UpstreamResponse>) {
+        guard let context, context.channel.isActive, exchange == nil else {
+            reply.fail(UpstreamFailure.failed)
+            return
+        }
+        var exchange = Exchange(reply: reply)
+        exchange.upload = uploading ? nil : .done
         // Until the response head: past it, the upstream has not answered in time.
-        let timer = channel.eventLoop.scheduleTask(in: exchange.timeout) {
-            progress.setTimedOut()
-            channel.close(promise: nil)
+        exchange.timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { self.timeOut() }
+        self.exchange = exchange
+        if uploading {
+            context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+        } else {
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
-        return await withTaskGroup(of: Void.self) { uploads -> Bool in
-            defer { timer.cancel() }
-            do {
-                if exchange.body == nil {
-                    channel.write(HTTPClientRequestPart.head(exchange.head), promise: nil)
-                    try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
-                    progress.setUploaded()
-                } else {
-                    try await channel.writeAndFlush(HTTPClientRequestPart.head(exchange.head))
-                }
-            } catch {
-                exchange.reply.resume(throwing: progress.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
-                channel.close(promise: nil)
-                return false
-            }
-            if let body = exchange.body {
-                uploads.addTask {
-                    do {
-                        // Read with `next()`, not an iterator, so that stopping here leaves the
-                        // body's producer to its owner (ProxyMiddleware), which may read the rest.
-                        while let chunk = try await body.next() {
-                            try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk)))
-                        }
-                        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
-                        progress.setUploaded()
-                    } catch is ChunkHandoff.Discarded {
-                        // The upstream answered first and the caller reads the rest itself: the
-                        // body stops here, short of its end, and the connection closes after the
-                        // response.
-                    } catch {
-                        // A body that failed (its whash, its limit, its client gone) must never
-                        // look complete upstream: the connection closes before its end.
-                        progress.setUploadError(error)
-                        channel.close(promise: nil)
-                    }
-                }
-            }
+        // A write that fails closes the channel: channelInactive answers the caller.
+    }
 
-            let head: HTTPResponseHead
-            do {
-                guard case .head(let first)? = try await responses.next() else { throw UpstreamFailure.failed }
-                head = first
-            } catch {
-                timer.cancel()
-                channel.close(promise: nil)
-                uploads.cancelAll()
-                await uploads.waitForAll()
+    func uploadStarted(_ task: Task<Void, Never>) {
+        if exchange != nil, exchange?.upload == nil { exchange?.uploader = task } else { task.cancel() }
+    }
+
+    func uploadEnded(_ outcome: Upload) {
+        guard var exchange, exchange.upload == nil else { return }
+        exchange.upload = outcome
+        exchange.uploader = nil
+        self.exchange = exchange
+        switch outcome {
+        case .failed: context?.close(promise: nil)
+        case .done, .stopped: if exchange.ended { complete() }
+        }
+    }
+
+    func callerGaveUp() {
+        guard exchange?.reply != nil else { return }
+        exchange?.cancelled = true
+        context?.close(promise: nil)
+    }
+
+    func resumeReading() {
+        readPaused = false
+        if readWanted, let context {
+            readWanted = false
+            context.read()
+        }
+    }
+
+    private func timeOut() {
+        guard exchange?.reply != nil else { return }
+        exchange?.timedOut = true
+        context?.close(promise: nil)
+    }
+
+    // MARK: The channel's side
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            guard let reply = exchange?.reply else { return fail(context) }
+            exchange?.timer?.cancel()
+            let response = ResponseBuffer(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+            exchange?.reply = nil
+            exchange?.response = response
+            exchange?.keepAlive = head.isKeepAlive
+            reply.succeed(UpstreamResponse(head: head, body: UpstreamResponseBody(response)))
+        case .body(let chunk):
+            guard let response = exchange?.response, exchange?.ended == false else { return fail(context) }
+            if response.append(chunk) { readPaused = true }
+        case .end:
+            guard exchange?.response != nil, exchange?.ended == false else { return fail(context) }
+            exchange?.ended = true
+            complete()
+        }
+    }
+
+    /// The response has ended: the connection goes back to the pool when the request went whole
+    /// and the upstream keeps it alive, before the caller sees the end (its next request then
+    /// finds this connection idle rather than open another). A body still uploading is given a
+    /// moment (its last write may just be returning); after that it is not wanted any more: its
+    /// rest was never sent, so the connection closes rather than carry another request.
+    private func complete() {
+        guard let exchange, let context else { return }
+        switch exchange.upload {
+        case .done?:
+            self.exchange = nil
+            let released = exchange.keepAlive && connection.map(client.release) == true
+            exchange.response?.finish(nil)
+            if !released { context.close(promise: nil) }
+        case .stopped?, .failed?:
+            self.exchange = nil
+            exchange.response?.finish(nil)
+            context.close(promise: nil)
+        case nil:
+            exchange.response?.finish(nil)
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) {
+                guard self.exchange?.ended == true, self.exchange?.upload == nil else { return }
+                self.exchange?.uploader?.cancel()
+                self.context?.close(promise: nil)
+            }
+        }
+    }
+
+    private func fail(_ context: ChannelHandlerContext) {
+        context.close(promise: nil)  // an answer out of turn, or not HTTP/1.1
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if readPaused { readWanted = true } else { context.read() }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let exchange {
+            self.exchange = nil
+            exchange.timer?.cancel()
+            exchange.uploader?.cancel()
+            let uploadError: (any Error)? = if case .failed(let error)? = exchange.upload { error } else { nil }
+            if let reply = exchange.reply {
                 // The body's own refusal (its whash, its limit) first; else the timeout, whose
                 // close also fails a write still under way.
-                let failure: any Error = (progress.uploadError as? SignCoreError)
-                    ?? (progress.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
-                exchange.reply.resume(throwing: failure)
-                return false
+                let failure: any Error = (uploadError as? SignCoreError)
+                    ?? (exchange.cancelled ? CancellationError() : exchange.timedOut ? UpstreamFailure.timedOut : UpstreamFailure.failed)
+                reply.fail(failure)
             }
-            timer.cancel()
-            guard exchange.caller.answer() else {  // the caller gave up: the channel is closing
-                exchange.reply.resume(throwing: CancellationError())
-                uploads.cancelAll()
-                await uploads.waitForAll()
-                return false
-            }
-            let chunks = ChunkHandoff()
-            exchange.reply.resume(returning: UpstreamResponse(head: head, body: UpstreamResponseBody(chunks)))
-
-            var ended = false
-            var failure: (any Error)?
-            do {
-                reading: while let part = try await responses.next() {
-                    switch part {
-                    case .body(let chunk): try await chunks.send(chunk)
-                    case .end: ended = true; break reading
-                    case .head: throw UpstreamFailure.failed
-                    }
-                }
-                if !ended { failure = UpstreamFailure.failed }
-            } catch {
-                failure = progress.uploadError ?? UpstreamFailure.failed
-            }
-            if ended && progress.uploaded {
-                // Back in the pool before the caller sees the end, so that its next request finds
-                // this connection idle rather than open another.
-                let released = head.isKeepAlive && client.release(self)
-                chunks.end(nil)
-                if !released { channel.close(promise: nil) }
-                await uploads.waitForAll()
-                return released
-            }
-            chunks.end(failure)
-            // The response is over, the body is not. It is given a moment (its last write may
-            // just be returning); a body still uploading after that is not wanted any more: its
-            // rest was never sent, so the connection closes rather than carry another request.
-            if ended {
-                uploads.addTask { try? await Task.sleep(for: .milliseconds(50)) }
-                _ = await uploads.next()
-            }
-            let released = ended && progress.uploaded && head.isKeepAlive && client.release(self)
-            if !released { channel.close(promise: nil) }
-            uploads.cancelAll()
-            await uploads.waitForAll()
-            return released
+            if !exchange.ended { exchange.response?.finish(uploadError ?? UpstreamFailure.failed) }
         }
+        connection = nil  // it holds this handler
+        context.fireChannelInactive()
     }
 }

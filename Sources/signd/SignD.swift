@@ -1,12 +1,24 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import SignCore
 import SignGateway
 
-/// signd: the verifying reverse proxy, run from one configuration file (README "signd").
+/// signd's entry point. Swift's tasks run on SwiftNIO's event loops, not on a pool of their own:
+/// a request's middleware then runs on the thread that read it and writes to the upstream
+/// connection on that thread too, with no hop between two pools (docs/SIGND.md, "Speed").
 @main
+enum SignDMain {
+    static func main() async {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await SignD.main()
+    }
+}
+
+/// signd: the verifying reverse proxy, run from one configuration file (README "signd").
 struct SignD: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "signd",
