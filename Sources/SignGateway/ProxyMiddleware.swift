@@ -66,6 +66,21 @@ struct ProxyMiddleware: RouterMiddleware {
     /// The settings of routes without their own (RouteMiddleware sets the route's).
     let routes: GatewayRoutes
     let metrics: GatewayMetrics
+    /// Fields never forwarded, by canonical name: hop-by-hop fields, `Host`, and the spent whash,
+    /// wtoken and attestation token.
+    let spent: Set<String>
+
+    init(client: UpstreamClient, origin: ServerOrigin, names: SignHeaderNames, attestationToken: HTTPField.Name?, identity: IdentityFields,
+         routes: GatewayRoutes, metrics: GatewayMetrics) {
+        self.client = client
+        self.origin = origin
+        self.names = names
+        self.attestationToken = attestationToken
+        self.identity = identity
+        self.routes = routes
+        self.metrics = metrics
+        spent = Set((Self.hopByHop + [ReceivedRequest.hostField, names.whash, names.wtoken] + [attestationToken].compactMap { $0 }).map(\.canonicalName))
+    }
 
     struct IdentityFields: Sendable {
         let keyID: HTTPField.Name
@@ -146,24 +161,23 @@ struct ProxyMiddleware: RouterMiddleware {
     }
 
     /// RFC 9110 §7.6.1: connection-specific fields are not forwarded.
-    static var hopByHop: [HTTPField.Name] {
+    static let hopByHop: [HTTPField.Name] =
         [.connection, .transferEncoding, .te, .trailer, .upgrade, .proxyAuthorization, .proxyAuthenticate, .contentLength,
          HTTPField.Name("keep-alive")!, HTTPField.Name("proxy-connection")!]
-    }
+
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // Fields the Connection field names are hop-by-hop too (one the signature covers was refused
         // by SignatureMiddleware before verification).
         let listed = request.headers[values: .connection].flatMap { $0.split(separator: ",") }.compactMap {
-            HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))
+            HTTPField.Name(String($0.trimmingCharacters(in: .whitespaces)))?.canonicalName
         }
         if let refusal = GatewayFields.misspeltCoveredField(request.headers, context: context) { return Response(Refusal(refusal)) }
         // `Host` is the upstream's own, set by UpstreamClient from the upstream URL: no host a
         // client names reaches an upstream that routes virtual hosts by it (the verified one is
         // in `x-forwarded-host`). Identity fields and the fields signd owns go under every
         // spelling a server could read as theirs.
-        let removed = Set((Self.hopByHop + listed + [ReceivedRequest.hostField, names.whash, names.wtoken] + [attestationToken].compactMap { $0 })
-            .map(\.canonicalName))
+        let removed = listed.isEmpty ? spent : spent.union(listed)
         var fields = HTTPFields(request.headers.filter { !removed.contains($0.name.canonicalName) && !identity.owned.contains(GatewayFields.spelling($0.name)) })
         for (name, value) in identity.values(for: context) where !value.isEmpty { fields[name] = value }
         let authority = origin.authority ?? request.head.authority
@@ -213,6 +227,9 @@ struct ProxyMiddleware: RouterMiddleware {
             if let upload, !upload.isComplete { headers[.connection] = "close" }
             let status = HTTPResponse.Status(code: Int(response.head.status.code), reasonPhrase: response.head.status.reasonPhrase)
             context.upstreamAnswered.withLockedValue { $0 = true }
+            if upload == nil, let whole = response.body.buffer.whole() {
+                return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: whole))
+            }
             return Response(status: status, headers: headers, body: ResponseBody { writer in
                 do {
                     try await writer.write(response.body)

@@ -215,6 +215,18 @@ final class ResponseBuffer: Sendable {
         channel.eventLoop.execute { handler.value.resumeReading() }
     }
 
+    /// The whole body, when it has already ended well and nothing of it was read: one buffer for
+    /// the server to write with the head in one go (most answers are small and arrive whole).
+    func whole() -> ByteBuffer? {
+        state.withLock { state in
+            guard case .success? = state.end, state.chunks.count <= 1 || state.bytes <= Self.lowWater else { return nil }
+            var whole = state.chunks.popFirst() ?? ByteBuffer()
+            while var chunk = state.chunks.popFirst() { whole.writeBuffer(&chunk) }
+            state.bytes = 0
+            return whole
+        }
+    }
+
     /// The reader is gone: chunks are dropped, and a body not read to its end closes the connection.
     func abandon() {
         let ended = state.withLock { state in

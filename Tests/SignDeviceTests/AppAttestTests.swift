@@ -116,7 +116,7 @@ import X509
     }
 
     /// scripts/device-fixtures' output for `request`.
-    static func run(_ request: [String: Any]) throws -> Data { try deviceFixtures(request) }
+    static func run(_ request: [String: Any]) throws -> Data { try deviceFixturesBlocking(JSONSerialization.data(withJSONObject: request)) }
 
     /// Each variant: SignCore's code, and pyattest's verdict for the same object.
     static let variants: [(variant: String, code: SignCoreError.Code?, pyattest: String)] = [

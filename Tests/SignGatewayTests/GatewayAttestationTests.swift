@@ -211,7 +211,7 @@ import Testing
     /// token write nothing to either store (challenges are issued statelessly, and the nonce of a
     /// request answered with 428 is not recorded).
     @Test func aFleetOnPostgresRedeemsEachChallengeOnce() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         let client = try SigningKey.generate(.ed25519)

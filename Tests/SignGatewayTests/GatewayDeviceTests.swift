@@ -39,7 +39,7 @@ import Testing
     /// Runs two signd nodes (and an upstream) on one PostgreSQL while `body` runs with their
     /// ports and the configuration's text.
     static func withTwoNodes(fixedOrigin: Bool = false, _ body: @escaping @Sendable (_ ports: [Int], _ json: String, _ upstream: Upstream, _ folder: TemporaryFolder) async throws -> Void) async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         let upstream = Upstream()
@@ -216,27 +216,27 @@ import Testing
         struct Assertion: Decodable { let token: String }
     }
 
-    static func make(_ request: [String: Any]) throws -> Made {
-        try JSONDecoder().decode(Made.self, from: try deviceFixtures(request))
+    static func make(_ request: [String: Any]) async throws -> Made {
+        try JSONDecoder().decode(Made.self, from: try await deviceFixtures(request))
     }
 
     /// A test CA (made by a first run of the independent implementation), its root written in
     /// `folder` for signd to trust: the authority to make later artefacts under, and the root's file.
-    static func testAuthority(in folder: TemporaryFolder) throws -> (authority: [String: String], rootFile: String) {
-        let authority = try make(["appId": app, "registrations": []]).authority
+    static func testAuthority(in folder: TemporaryFolder) async throws -> (authority: [String: String], rootFile: String) {
+        let authority = try await make(["appId": app, "registrations": []]).authority
         let rootFile = folder.path + "/appattest-root.pem"
         try #require(authority["root"]).write(toFile: rootFile, atomically: true, encoding: .utf8)
         return (authority, rootFile)
     }
 
     @Test func registerThenEarnThePlatformLevelWithAnAssertion() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         let client = try SigningKey.generate(.ed25519), otherClient = try SigningKey.generate(.ed25519)
         let keys = try folder.writeKeys([client.publicOnly(), otherClient.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
-        let (authority, rootFile) = try Self.testAuthority(in: folder)
+        let (authority, rootFile) = try await Self.testAuthority(in: folder)
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
@@ -274,7 +274,7 @@ import Testing
                 // 1. Registration, seed 003's JSON, unsigned: a challenge, an attestation made over its text.
                 let issued = try await send(.GET, "/.well-known/signcore/devices/challenge")
                 let registrationChallenge = try #require(object(issued.body)["challenge"] as? String)
-                let made = try Self.make(["appId": Self.app, "authority": authority,
+                let made = try await Self.make(["appId": Self.app, "authority": authority,
                                           "registrations": [["name": "phone", "challenge": registrationChallenge, "variant": "valid"]]])
                 let phone = try #require(made.registrations["phone"])
                 let registration = #"{"platform":"ios","format":"apple-app-attest","keyId":"\#(phone.keyId)","challenge":"\#(registrationChallenge)","token":"\#(phone.token)"}"#
@@ -285,8 +285,8 @@ import Testing
                 #expect(try await send(.POST, "/.well-known/signcore/devices", body: registration).code == 88)
 
                 // 2. The platform level: a 428 whose device challenge the App Attest key asserts.
-                func assertion(over challenge: String, counter: Int, variant: String = "valid") throws -> String {
-                    let made = try Self.make(["appId": Self.app, "authority": authority, "registrations": [],
+                func assertion(over challenge: String, counter: Int, variant: String = "valid") async throws -> String {
+                    let made = try await Self.make(["appId": Self.app, "authority": authority, "registrations": [],
                                               "assertions": [["privateKey": phone.privateKey, "clientData": challenge, "counter": counter, "variant": variant]]])
                     return try #require(made.assertions.first).token
                 }
@@ -298,7 +298,7 @@ import Testing
                 let first = try await send(.GET, "/platform/x", signed: true)
                 #expect(first.status == 428 && first.code == 80)
                 let d1 = try #require(first.challenge)
-                let redeemed = try await attest(d1, try assertion(over: d1, counter: 1))
+                let redeemed = try await attest(d1, try await assertion(over: d1, counter: 1))
                 #expect(redeemed.status == 200, "\(String(decoding: redeemed.body, as: UTF8.self))")
                 let token = try #require(object(redeemed.body)["token"] as? String)
                 let passed = try await send(.GET, "/platform/x", signed: true, fields: [("attest-token", token)])
@@ -307,32 +307,33 @@ import Testing
 
                 // 3. Refusals: a counter seen already, an assertion over another challenge, a tampered one.
                 let d2 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
-                #expect(try await attest(d2, try assertion(over: d2, counter: 1)).code == 107)
+                #expect(try await attest(d2, try await assertion(over: d2, counter: 1)).code == 107)
                 let d3 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
-                #expect(try await attest(d3, try assertion(over: d2, counter: 5)).code == 115)
+                #expect(try await attest(d3, try await assertion(over: d2, counter: 5)).code == 115)
                 let d4 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
-                #expect(try await attest(d4, try assertion(over: d4, counter: 6, variant: "tampered")).code == 115)
+                #expect(try await attest(d4, try await assertion(over: d4, counter: 6, variant: "tampered")).code == 115)
                 // The phone's App Attest key answers for the key that first used it, not for another install's key.
                 let foreign = try #require(try await send(.GET, "/platform/y", signed: true, by: otherClient).challenge)
-                #expect(try await attest(foreign, try assertion(over: foreign, counter: 7), by: otherClient).code == 104)
+                #expect(try await attest(foreign, try await assertion(over: foreign, counter: 7), by: otherClient).code == 104)
                 // 4. Seed 003's own assertion, unsigned: a one-time payload for the key, an assertion over it.
                 let payloadAnswer = try await send(.GET, "/.well-known/signcore/devices/payload?keyId=" + phone.keyId.replacingOccurrences(of: "+", with: "%2B")
                                                     .replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: "=", with: "%3D"))
                 let payload = try #require(object(payloadAnswer.body)["payload"] as? String)
-                let seed = #"{"platform":"ios","format":"apple-app-attest","keyId":"\#(phone.keyId)","payload":"\#(payload)","token":"\#(try assertion(over: payload, counter: 10))"}"#
+                let seedToken = try await assertion(over: payload, counter: 10)
+                let seed = #"{"platform":"ios","format":"apple-app-attest","keyId":"\#(phone.keyId)","payload":"\#(payload)","token":"\#(seedToken)"}"#
                 let verified = try await send(.POST, "/.well-known/signcore/devices/assertions", body: seed)
                 #expect(verified.status == 200 && object(verified.body)["counter"] as? Int == 10, "\(String(decoding: verified.body, as: UTF8.self))")
                 #expect(try await send(.POST, "/.well-known/signcore/devices/assertions", body: seed).code == 88)
                 // A payload is never redeemed at the attest endpoint for a token.
                 let payload2 = try #require(object(try await send(.GET, "/.well-known/signcore/devices/payload?keyId=" + phone.keyId
                     .replacingOccurrences(of: "+", with: "%2B").replacingOccurrences(of: "/", with: "%2F").replacingOccurrences(of: "=", with: "%3D")).body)["payload"] as? String)
-                let redeemedPayload = try await attest(payload2, try assertion(over: payload2, counter: 12))
+                let redeemedPayload = try await attest(payload2, try await assertion(over: payload2, counter: 12))
                 #expect(redeemedPayload.status == 400 && redeemedPayload.code == 81)
                 // 5. Revoked: refused from then on.
                 let operatorView = try Gateway(configuration: GatewayConfiguration.parse(Data(json.utf8)), logger: quietLogger)
                 #expect(try await operatorView.revokeDevice(keyID: phone.keyId))
                 let d5 = try #require(try await send(.GET, "/platform/y", signed: true).challenge)
-                #expect(try await attest(d5, try assertion(over: d5, counter: 13)).code == 101)
+                #expect(try await attest(d5, try await assertion(over: d5, counter: 13)).code == 101)
                 #expect(upstream.all.map(\.path) == ["/platform/x"])
             }
         }
@@ -349,8 +350,8 @@ final class ScriptAsserter: PlatformAsserter {
     let authority: [String: String]
     let counter = Locked(0)
 
-    init(authority: [String: String]) throws {
-        let made = try GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority,
+    init(authority: [String: String]) async throws {
+        let made = try await GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority,
                                                    "registrations": [["name": "key", "challenge": "-", "variant": "valid"]]])
         let key = try #require(made.registrations["key"])
         keyID = key.keyId
@@ -360,7 +361,7 @@ final class ScriptAsserter: PlatformAsserter {
 
     func attestation(clientData: [UInt8]) async throws(SignCoreError) -> [UInt8] {
         do {
-            let made = try GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority,
+            let made = try await GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority,
                                                        "registrations": [["name": "key", "challenge": String(decoding: clientData, as: UTF8.self),
                                                                           "variant": "valid", "privateKey": privateKey]]])
             let token = try #require(made.registrations["key"]).token
@@ -374,7 +375,7 @@ final class ScriptAsserter: PlatformAsserter {
             return value
         }
         do {
-            let made = try GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority, "registrations": [],
+            let made = try await GatewayAppAttestTests.make(["appId": GatewayAppAttestTests.app, "authority": authority, "registrations": [],
                                                        "assertions": [["privateKey": privateKey, "clientData": String(decoding: clientData, as: UTF8.self),
                                                                        "counter": next, "variant": "valid"]]])
             let token = try #require(made.assertions.first).token
@@ -393,8 +394,8 @@ extension GatewayAppAttestTests {
         let client = try SigningKey.generate(.ed25519)
         let keys = try folder.writeKeys([client.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
-        let (authority, rootFile) = try Self.testAuthority(in: folder)
-        let asserter = try ScriptAsserter(authority: authority)
+        let (authority, rootFile) = try await Self.testAuthority(in: folder)
+        let asserter = try await ScriptAsserter(authority: authority)
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
@@ -437,10 +438,10 @@ extension GatewayAppAttestTests {
     }
 
     /// The Play Console's keys (made by scripts/device-fixtures) and a verdict for each (nonce, variant).
-    static func make(_ cases: [(String, String)]) throws -> Made.Play {
+    static func make(_ cases: [(String, String)]) async throws -> Made.Play {
         let request: [String: Any] = ["appId": package, "registrations": [],
                                       "playIntegrity": ["package": package, "cases": cases.map { ["nonce": $0.0, "variant": $0.1] }]]
-        return try JSONDecoder().decode(Made.self, from: try deviceFixtures(request)).playIntegrity
+        return try JSONDecoder().decode(Made.self, from: try await deviceFixtures(request)).playIntegrity
     }
 
     @Test func anAndroidInstallRegistersWithAVerdictAndEarnsThePlatformLevel() async throws {
@@ -468,7 +469,7 @@ extension GatewayAppAttestTests {
                                       devices: Devices(registry: InMemoryDeviceRegistry(), policy: DevicePolicy(appIDs: [Self.package])))
             let now = UInt64(Date().timeIntervalSince1970 * 1000)
             let challenges = try (0..<2).map { _ in try issuer.registrationChallenge(boundTo: install.thumbprint.bytes, origin: "https://gateway.test", now: now) }
-            let made = try Self.make([(PlayIntegrityVerifier.nonce(challenge: challenges[0].text, thumbprint: install.thumbprint.bytes), "noDeviceIntegrity"),
+            let made = try await Self.make([(PlayIntegrityVerifier.nonce(challenge: challenges[0].text, thumbprint: install.thumbprint.bytes), "noDeviceIntegrity"),
                                  (PlayIntegrityVerifier.nonce(challenge: challenges[1].text, thumbprint: install.thumbprint.bytes), "valid")])
             try made.decryptionKey.write(toFile: decryptionFile, atomically: true, encoding: .utf8)
             try made.verificationKey.write(toFile: verificationFile, atomically: true, encoding: .utf8)

@@ -329,34 +329,38 @@ struct TestAuthority {
     let folder: String
     var certificate: String { folder + "/ca.pem" }
 
-    init(folder: String) throws {
+    init(folder: String) async throws {
         self.folder = folder
-        try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+        try await Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
                           "-subj", "/CN=SignCore test CA", "-keyout", folder + "/ca.key", "-out", folder + "/ca.pem"])
     }
 
     /// Issues a certificate with common name `name` into `name`.pem (the chain: the leaf, then the
     /// authority) and `name`.key.
-    func issue(_ name: String) throws -> (chain: String, key: String) {
+    func issue(_ name: String) async throws -> (chain: String, key: String) {
         let at = { (file: String) in folder + "/" + file }
-        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
+        try await Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
                           "-keyout", at(name + ".key"), "-out", at(name + ".csr")])
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: at("san.ext"), atomically: true, encoding: .utf8)
-        try Self.openssl(["x509", "-req", "-in", at(name + ".csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
+        try await Self.openssl(["x509", "-req", "-in", at(name + ".csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
                           "-days", "2", "-extfile", at("san.ext"), "-out", at(name + ".leaf")])
         let chain = try String(contentsOfFile: at(name + ".leaf"), encoding: .utf8) + String(contentsOfFile: at("ca.pem"), encoding: .utf8)
         try chain.write(toFile: at(name + ".pem"), atomically: true, encoding: .utf8)
         return (at(name + ".pem"), at(name + ".key"))
     }
 
-    static func openssl(_ arguments: [String]) throws {
-        let (status, _) = try command("/usr/bin/env", ["openssl"] + arguments)
+    static func openssl(_ arguments: [String]) async throws {
+        let (status, _) = try await command("/usr/bin/env", ["openssl"] + arguments)
         guard status == 0 else { throw SignCoreError(.invalidInput, "openssl \(arguments.first ?? "") failed") }
     }
 }
 
 /// Runs a command to its end: its exit status and standard output (standard error discarded).
-func command(_ executable: String, _ arguments: [String], input: String = "") throws -> (Int32, String) {
+func command(_ executable: String, _ arguments: [String], input: String = "") async throws -> (Int32, String) {
+    try await offThePool { try commandBlocking(executable, arguments, input: input) }
+}
+
+private func commandBlocking(_ executable: String, _ arguments: [String], input: String) throws -> (Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -385,15 +389,15 @@ extension GatewayEdgeTests {
     }
 
     /// curl's HTTP version and status for an unsigned GET of `path`, trusting `authority`.
-    static func curl(_ port: Int, _ path: String, authority: String, _ options: [String]) throws -> (Int32, String) {
-        try command("/usr/bin/curl", ["-sS", "--cacert", authority, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--max-time", "10"]
+    static func curl(_ port: Int, _ path: String, authority: String, _ options: [String]) async throws -> (Int32, String) {
+        try await command("/usr/bin/curl", ["-sS", "--cacert", authority, "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--max-time", "10"]
                     + options + ["https://127.0.0.1:\(port)" + path])
     }
 
     /// The subject of the certificate signd presents now (openssl s_client).
-    static func presentedSubject(_ port: Int) throws -> String {
-        let (_, pem) = try command("/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost"])
-        let (_, subject) = try command("/usr/bin/env", ["openssl", "x509", "-noout", "-subject"], input: pem)
+    static func presentedSubject(_ port: Int) async throws -> String {
+        let (_, pem) = try await command("/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost"])
+        let (_, subject) = try await command("/usr/bin/env", ["openssl", "x509", "-noout", "-subject"], input: pem)
         return subject
     }
 
@@ -403,8 +407,8 @@ extension GatewayEdgeTests {
     @Test func tlsWithHTTP2() async throws {
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([Self.key])
-        let authority = try TestAuthority(folder: folder.path)
-        let (chain, key) = try authority.issue("first")
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: 1)) { port in
@@ -477,11 +481,11 @@ extension GatewayEdgeTests {
                 #expect(try await eventually { !hello.isActive })
                 try? await hello.close()
 
-                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
-                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
-                #expect(try Self.curl(port, "/v1/orders", authority: authority.certificate, ["--http2"]) == (0, "2 401"))
-                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.1", "--tls-max", "1.1"]).0 != 0)
-                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.2", "--tls-max", "1.2"]) == (0, "2 200"))
+                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
+                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
+                #expect(try await Self.curl(port, "/v1/orders", authority: authority.certificate, ["--http2"]) == (0, "2 401"))
+                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.1", "--tls-max", "1.1"]).0 != 0)
+                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.2", "--tls-max", "1.2"]) == (0, "2 200"))
                 #expect(upstream.all.filter { $0.path == "/public/a" }.count == 3)
 
                 // A client that connects and sends nothing is closed after the idle timeout (1 s).
@@ -498,10 +502,10 @@ extension GatewayEdgeTests {
     @Test func certificateReloads() async throws {
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([Self.key])
-        let authority = try TestAuthority(folder: folder.path)
-        let (chain, key) = try authority.issue("first")
-        let (nextChain, nextKey) = try authority.issue("second")
-        let (_, otherKey) = try authority.issue("third")
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let (nextChain, nextKey) = try await authority.issue("second")
+        let (_, otherKey) = try await authority.issue("third")
         let live = (chain: folder.path + "/live.pem", key: folder.path + "/live.key")
         @Sendable func install(_ chain: String, _ key: String) throws {
             for (from, to) in [(key, live.key), (chain, live.chain)] {
@@ -514,15 +518,15 @@ extension GatewayEdgeTests {
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: live.chain, key: live.key)) { port in
-                #expect(try Self.presentedSubject(port).contains("first"))
+                #expect(try await Self.presentedSubject(port).contains("first"))
                 try install(nextChain, nextKey)
-                #expect(try await eventually { (try? Self.presentedSubject(port).contains("second")) == true })
-                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
+                #expect(try await eventually { (try? await Self.presentedSubject(port).contains("second")) == true })
+                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
                 // The chain of one pair with the key of another: the pair in use stays.
                 try install(nextChain, otherKey)
                 try await Task.sleep(for: .seconds(2))
-                #expect(try Self.presentedSubject(port).contains("second"))
-                #expect(try Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
+                #expect(try await Self.presentedSubject(port).contains("second"))
+                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
             }
         }
         // At start, the same pair is a configuration error.

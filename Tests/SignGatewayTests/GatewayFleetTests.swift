@@ -50,7 +50,7 @@ import Testing
     /// Two signd instances on one PostgreSQL: each of 10,000 tokens sent to both at once is
     /// accepted exactly once (the other answers 401 replayed).
     @Test func twoInstancesAcceptEachTokenOnce() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([Self.key])
@@ -87,7 +87,7 @@ import Testing
 
     /// `signd --create-schema`: the table and index are created (twice is fine); a memory store has none.
     @Test func schemaByCommand() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([Self.key])
@@ -113,7 +113,7 @@ import Testing
     /// PostgreSQL stopped during a load: every request is refused 503 and none reaches the
     /// upstream; once it is back, requests are accepted again, signd never restarted.
     @Test func storeDownMeans503ThenRecovery() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([Self.key])
@@ -128,7 +128,7 @@ import Testing
                 let signer = try Signer(key: Self.key)
                 let base = "http://127.0.0.1:\(port)"
                 #expect(try await http.execute(HTTPClientRequest(url: base + "/before"), client: SigningClient(signer: signer, policies: []), timeout: .seconds(10)).status == .ok)
-                try server.kill()
+                try await server.kill()
                 let during = try await withThrowingTaskGroup(of: (UInt, String?).self) { group in
                     for index in 0..<100 {
                         group.addTask {
@@ -140,7 +140,7 @@ import Testing
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
                 #expect(during.allSatisfy { $0.0 == 503 && $0.1 != nil }, "\(Set(during.map(\.0)))")
-                try server.startAgain()
+                try await server.startAgain()
                 var recovered = false
                 for _ in 0..<100 where !recovered {
                     recovered = try await http.execute(HTTPClientRequest(url: base + "/after"), client: SigningClient(signer: signer, policies: []), timeout: .seconds(10)).status == .ok

@@ -145,7 +145,7 @@ import Testing
         let client = try SigningKey.generate(.ed25519)
         let keys = try folder.writeKeys([client.publicOnly()])
         let attestKeys = try folder.writeKeys(GatewayAttestationTests.serverKeys, to: "attest.jwks")
-        let (authority, rootFile) = try GatewayAppAttestTests.testAuthority(in: folder)
+        let (authority, rootFile) = try await GatewayAppAttestTests.testAuthority(in: folder)
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
@@ -162,13 +162,13 @@ import Testing
                 // The App Attest key, registered as seed 003 does.
                 let issued = try await Self.send(http, port: port, "/.well-known/signcore/devices/challenge", key: nil)
                 let registrationChallenge = try #require(issued.object["challenge"] as? String)
-                let made = try GatewayAppAttestTests.make(["appId": Self.app, "authority": authority,
+                let made = try await GatewayAppAttestTests.make(["appId": Self.app, "authority": authority,
                                                            "registrations": [["name": "phone", "challenge": registrationChallenge, "variant": "valid"]]])
                 let phone = try #require(made.registrations["phone"])
                 let registration = #"{"platform":"ios","format":"apple-app-attest","keyId":"\#(phone.keyId)","challenge":"\#(registrationChallenge)","token":"\#(phone.token)"}"#
                 #expect(try await Self.send(http, port: port, "/.well-known/signcore/devices", key: nil, method: .POST, body: registration).status == 201)
-                func assertion(over siteKey: String, counter: Int, variant: String = "valid") throws -> String {
-                    let made = try GatewayAppAttestTests.make(["appId": Self.app, "authority": authority, "registrations": [],
+                func assertion(over siteKey: String, counter: Int, variant: String = "valid") async throws -> String {
+                    let made = try await GatewayAppAttestTests.make(["appId": Self.app, "authority": authority, "registrations": [],
                                                                "assertions": [["privateKey": phone.privateKey, "clientData": siteKey, "counter": counter, "variant": variant]]])
                     return try #require(made.assertions.first).token
                 }
@@ -210,7 +210,7 @@ import Testing
             try issuer.bypassOffers(BypassPolicy(types: [.androidPlayIntegrity]), bucket: "LOGIN", origin: "https://gateway.test",
                                     keyThumbprint: install.thumbprint.bytes, now: UInt64(Date().timeIntervalSince1970 * 1000))[0].offer
         }.map { try #require(RateLimitOffer(type: .androidPlayIntegrity, bucket: "LOGIN", siteKey: $0.text)) }
-        let made = try GatewayPlayIntegrityTests.make([(offers[0].siteKey, "noDeviceIntegrity"), (offers[1].siteKey, "wrongNonce"),
+        let made = try await GatewayPlayIntegrityTests.make([(offers[0].siteKey, "noDeviceIntegrity"), (offers[1].siteKey, "wrongNonce"),
                                                        (offers[2].siteKey, "valid"), (offers[3].siteKey, "unrecognized")])
         try made.decryptionKey.write(toFile: decryptionFile, atomically: true, encoding: .utf8)
         try made.verificationKey.write(toFile: verificationFile, atomically: true, encoding: .utf8)

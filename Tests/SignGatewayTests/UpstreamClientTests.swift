@@ -407,10 +407,10 @@ final class RawUpstream: Sendable {
 }
 
 /// Whether `condition` holds within 5 s, checked every 50 ms.
-func eventually(_ condition: @Sendable () -> Bool) async throws -> Bool {
+func eventually(_ condition: @Sendable () async -> Bool) async throws -> Bool {
     for _ in 0..<100 {
-        if condition() { return true }
+        if await condition() { return true }
         try await Task.sleep(for: .milliseconds(50))
     }
-    return condition()
+    return await condition()
 }

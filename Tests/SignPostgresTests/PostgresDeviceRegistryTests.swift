@@ -19,7 +19,7 @@ import Testing
 
     /// Two nodes, each with its own pool and registry.
     func withTwoNodes(_ body: @Sendable (PostgresDeviceRegistry, PostgresDeviceRegistry) async throws -> Void) async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { first in
             try await withPostgresClient(server) { second in

@@ -14,7 +14,7 @@ import Testing
     /// Two nodes, each with its own pool, redeem the same 500 challenges at once, each challenge
     /// by both: exactly one redemption of each succeeds; a row is never taken over.
     @Test func eachChallengeIsRedeemedOnceAcrossNodes() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { first in
             try await withPostgresClient(server) { second in
@@ -45,7 +45,7 @@ import Testing
     /// Two attestors (two nodes) sharing the store, one attest request sent to both at once:
     /// exactly one token.
     @Test func oneChallengeRedeemedAtTwoNodesAtOnceGivesOneToken() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         let keys = try AttestationKeys([SigningKey.hmac(secret: Array(repeating: 1, count: 32), id: "c"), SigningKey.generate(.ed25519, id: "t")])
         let client = try SigningKey.generate(.ed25519)
@@ -80,18 +80,18 @@ import Testing
     /// The server stops: a redemption is refused `unavailable` within the timeout, never recorded
     /// as done.
     @Test func failsClosed() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { client in
             var configuration = PostgresRedemptionStore.Configuration()
             configuration.timeout = .seconds(1)
             let store = try PostgresRedemptionStore(client: client, configuration: configuration, logger: Self.logger)
             try await store.createSchema()
-            try server.kill()
+            try await server.kill()
             let refused: SignCoreError.Code?
             do throws(SignCoreError) { _ = try await store.redeem(SHA256Hasher.hash([1]), expiresAt: 2, now: 1); refused = nil } catch { refused = error.code }
             #expect(refused == .unavailable)
-            try server.startAgain()
+            try await server.startAgain()
         }
     }
 }

@@ -32,7 +32,7 @@ import Testing
     /// Two guards (two nodes, each with its own connection pool) on one server: 10,000 nonces,
     /// each recorded by both at once, are accepted exactly once; and a nonce is keyed by its key.
     @Test func eachNonceIsAcceptedOnceAcrossNodes() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { first in
             try await withPostgresClient(server) { second in
@@ -67,7 +67,7 @@ import Testing
     /// refused `unavailable` within its timeout, none waits for the server, and records are
     /// accepted again once it goes on.
     @Test func aStalledServerIsRefusedWithinTheTimeout() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { try? server.stall(false); server.stop() }
         try await withPostgresClient(server) { client in
             var configuration = PostgresReplayGuard.Configuration()
@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func expiredRowsLeaveAndAClockStepBackIsRefused() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { client in
             var configuration = PostgresReplayGuard.Configuration()
@@ -129,7 +129,7 @@ import Testing
     /// The server stops: every record is refused `unavailable` (none accepted) within the
     /// timeout; it comes back: records are accepted again, without a restart.
     @Test func failsClosedAndRecovers() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { client in
             var configuration = PostgresReplayGuard.Configuration()
@@ -137,7 +137,7 @@ import Testing
             let guard_ = try PostgresReplayGuard(client: client, configuration: configuration, logger: Self.logger)
             try await guard_.createSchema()
             try await guard_.record(keyID: "k", nonce: .random(), expires: 2_000_000_000, now: 1_999_999_000)
-            try server.kill()
+            try await server.kill()
             let started = ContinuousClock.now
             let outcomes = try await withThrowingTaskGroup(of: SignCoreError.Code?.self) { group in
                 for _ in 0..<200 {
@@ -147,7 +147,7 @@ import Testing
             }
             #expect(outcomes.allSatisfy { $0 == .unavailable }, "\(Set(outcomes.map { "\(String(describing: $0))" }))")
             #expect(ContinuousClock.now - started < .seconds(10))
-            try server.startAgain()
+            try await server.startAgain()
             let recovered = try await Self.recovers(guard_)
             #expect(recovered, "records are accepted again once the server is back")
         }

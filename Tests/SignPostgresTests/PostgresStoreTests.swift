@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func migrationsRunOnceInOrderAndAllOrNothing() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { client in
             let store = PostgresStore(client: client, logger: Self.logger)
@@ -59,7 +59,7 @@ import Testing
 
     /// A nonce table made before versions were kept is taken as version 1, its rows kept.
     @Test func aTableFromBeforeVersionsIsKept() async throws {
-        let server = try PostgresServer.start()
+        let server = try await PostgresServer.start()
         defer { server.stop() }
         try await withPostgresClient(server) { client in
             let store = PostgresStore(client: client, logger: Self.logger)

@@ -3,7 +3,13 @@ import Foundation
 /// Runs scripts/device-fixtures (an independent implementation of App Attest and Play Integrity
 /// artefacts, in Python, with pyattest's verdicts; scripts/setup installs what it needs) with
 /// `request`, and returns what it printed.
-public func deviceFixtures(_ request: [String: Any]) throws -> Data {
+public func deviceFixtures(_ request: [String: Any]) async throws -> Data {
+    let json = try JSONSerialization.data(withJSONObject: request)
+    return try await offThePool { try deviceFixturesBlocking(json) }
+}
+
+/// The same, blocking its thread (for tests that run no server).
+public func deviceFixturesBlocking(_ json: Data) throws -> Data {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/device-fixtures")
     let process = Process()
@@ -13,7 +19,7 @@ public func deviceFixtures(_ request: [String: Any]) throws -> Data {
     process.standardInput = input
     process.standardOutput = output
     try process.run()
-    input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: request))
+    input.fileHandleForWriting.write(json)
     try input.fileHandleForWriting.close()
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

@@ -21,7 +21,11 @@ public final class PostgresServer: Sendable {
         }
     }
 
-    public static func start() throws -> PostgresServer {
+    public static func start() async throws -> PostgresServer {
+        try await offThePool { try startBlocking() }
+    }
+
+    private static func startBlocking() throws -> PostgresServer {
         let root = "/usr/lib/postgresql"
         guard let version = try? FileManager.default.contentsOfDirectory(atPath: root).sorted().last else { throw Failure.notInstalled }
         let server = PostgresServer(port: try freePort(), directory: NSTemporaryDirectory() + "signcore-pg-\(UUID().uuidString)",
@@ -29,7 +33,7 @@ public final class PostgresServer: Sendable {
         try FileManager.default.createDirectory(atPath: server.directory, withIntermediateDirectories: true)
         if getuid() == 0 { try run("/bin/chown", ["postgres:postgres", server.directory]) }
         try server.asOwner("initdb", ["-D", server.directory + "/data", "-U", server.user, "-A", "trust", "--no-sync", "-E", "UTF8"])
-        try server.startAgain()
+        try server.startAgainBlocking()
         return server
     }
 
@@ -40,14 +44,18 @@ public final class PostgresServer: Sendable {
     }
 
     /// Starts the server (again, after `kill()`), on the same port, and waits until it accepts connections.
-    public func startAgain() throws {
+    public func startAgain() async throws {
+        try await offThePool { try self.startAgainBlocking() }
+    }
+
+    private func startAgainBlocking() throws {
         let options = "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories=\(directory) -c fsync=off -c max_connections=100"
         try asOwner("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-o", options, "-w", "-t", "30", "start"])
     }
 
     /// Stops the server at once, as a crash would (connections cut, no checkpoint).
-    public func kill() throws {
-        try asOwner("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+    public func kill() async throws {
+        try await offThePool { try self.asOwner("pg_ctl", ["-D", self.directory + "/data", "-m", "immediate", "-w", "stop"]) }
     }
 
     /// Stops every process of the server (SIGSTOP: the postmaster and each backend) or lets
