@@ -227,7 +227,8 @@ struct ProxyMiddleware: RouterMiddleware {
             if let upload, !upload.isComplete { headers[.connection] = "close" }
             let status = HTTPResponse.Status(code: Int(response.head.status.code), reasonPhrase: response.head.status.reasonPhrase)
             context.upstreamAnswered.withLockedValue { $0 = true }
-            if upload == nil, let whole = response.body.buffer.whole() {
+            // (Not for HEAD: its answer's length fields describe a body it does not carry.)
+            if upload == nil, outgoing.method != .HEAD, let whole = response.body.buffer.whole() {
                 return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: whole))
             }
             return Response(status: status, headers: headers, body: ResponseBody { writer in

@@ -164,12 +164,17 @@ final class UpstreamClient: Sendable {
                     (connection, reused) = (try await open(until: deadline, on: loop ?? group.next()), false)
                 } catch {
                     closed(nil)
-                    throw error is CancellationError ? error : UpstreamFailure.unreachable
+                    // An upstream taking no more connections: a kept-alive one of another loop
+                    // that came free meanwhile still serves.
+                    guard !(error is CancellationError), let idle = takeIdle() else {
+                        throw error is CancellationError ? error : UpstreamFailure.unreachable
+                    }
+                    (connection, reused) = (idle, true)
                 }
             }
             do {
                 return try await connection.exchange(head, body: body, timeout: timeout)
-            } catch UpstreamFailure.failed where reused && attempts == 1 && [.GET, .HEAD, .OPTIONS].contains(head.method) {
+            } catch UpstreamFailure.failed where reused && attempts == 1 && body == nil && [.GET, .HEAD, .OPTIONS].contains(head.method) {
                 // A kept-alive connection the upstream closed as it was taken: a safe request
                 // (RFC 9110 §9.2.1, no body here) is sent once more, on a new connection.
                 try Task.checkCancellation()
@@ -235,6 +240,19 @@ final class UpstreamClient: Sendable {
         return try pool.withLock { (pool) throws -> Lease? in
             if pool.shutDown { throw UpstreamFailure.unreachable }
             return Self.take(&pool, idle: idle, limit: maxConnections, loop: loop, stale: &stale)
+        }
+    }
+
+    /// Any idle connection still open, of whichever loop.
+    private func takeIdle() -> UpstreamConnection? {
+        var stale: [UpstreamConnection] = []
+        defer { stale.forEach { $0.retire() } }
+        return pool.withLock { pool in
+            while let (connection, _) = pool.idle.popLast() {
+                if connection.isActive { return connection }
+                stale.append(connection)
+            }
+            return nil
         }
     }
 

@@ -59,20 +59,19 @@ final class UpstreamConnection: Sendable {
         let loop = channel.eventLoop
         let reply = loop.makePromise(of: UpstreamResponse.self)
         let handler = self.handler
-        let start: @Sendable () -> Void = { handler.value.start(head, uploading: body != nil, timeout: timeout, reply: reply) }
+        let start: @Sendable () -> Void = { handler.value.start(head, body: body, timeout: timeout, reply: reply) }
         if loop.inEventLoop { start() } else { loop.execute(start) }
-        if let body { upload(body) }
         return try await withTaskCancellationHandler {
             try await reply.futureResult.get()
         } onCancel: {
-            loop.execute { handler.value.callerGaveUp() }
+            loop.execute { handler.value.callerGaveUp(reply.futureResult) }
         }
     }
 
-    /// Uploads `body` after the head (both are queued on the loop in this order).
-    private func upload(_ body: ChunkHandoff) {
-        let (channel, handler) = (self.channel, self.handler)
-        let task = Task {
+    /// Uploads `body` after the head, for the exchange `id`.
+    fileprivate static func upload(_ body: ChunkHandoff, on channel: any Channel, handler: NIOLoopBound<ExchangeHandler>,
+                                   id: EventLoopFuture<UpstreamResponse>) -> Task<Void, Never> {
+        Task {
             let outcome: ExchangeHandler.Upload
             do {
                 // Read with `next()`, not an iterator, so that stopping here leaves the body's
@@ -91,9 +90,8 @@ final class UpstreamConnection: Sendable {
                 // complete upstream: the connection closes before its end.
                 outcome = .failed(error)
             }
-            channel.eventLoop.execute { handler.value.uploadEnded(outcome) }
+            channel.eventLoop.execute { handler.value.uploadEnded(outcome, id: id) }
         }
-        channel.eventLoop.execute { handler.value.uploadStarted(task) }
     }
 
     /// The connection takes no more exchanges: it closes (an idle one, from the pool).
@@ -120,10 +118,13 @@ final class ResponseBuffer: Sendable {
     private let state = Locked(State())
     private let channel: any Channel
     private let handler: NIOLoopBound<ExchangeHandler>
+    /// The exchange this body belongs to: reading resumes only while it lasts.
+    private let exchange: EventLoopFuture<UpstreamResponse>
 
-    fileprivate init(channel: any Channel, handler: NIOLoopBound<ExchangeHandler>) {
+    fileprivate init(channel: any Channel, handler: NIOLoopBound<ExchangeHandler>, exchange: EventLoopFuture<UpstreamResponse>) {
         self.channel = channel
         self.handler = handler
+        self.exchange = exchange
     }
 
     /// On the loop: a chunk read. Returns true when the connection is to stop reading.
@@ -148,17 +149,20 @@ final class ResponseBuffer: Sendable {
         }
     }
 
-    /// On the loop: the body's end, or why it failed.
-    fileprivate func finish(_ error: (any Error)?) {
-        let waiting = state.withLock { state in
+    /// On the loop: the body's end, or why it failed. Returns false when the reader had already
+    /// gone (`abandon`): then the connection closes, under the same lock that decides it.
+    @discardableResult
+    fileprivate func finish(_ error: (any Error)?) -> Bool {
+        let (waiting, wanted) = state.withLock { state in
             if state.end == nil { state.end = error.map { .failure($0) } ?? .success(()) }
             defer { state.waiting = nil }
-            return state.waiting
+            return (state.waiting, !state.abandoned)
         }
         switch error {
         case nil: waiting?.resume(returning: nil)
         case let error?: waiting?.resume(throwing: error)
         }
+        return wanted
     }
 
     /// The next chunk, nil at the end, or why the body failed.
@@ -211,8 +215,8 @@ final class ResponseBuffer: Sendable {
     }
 
     private func resumeReading() {
-        let handler = self.handler
-        channel.eventLoop.execute { handler.value.resumeReading() }
+        let (handler, exchange) = (self.handler, self.exchange)
+        channel.eventLoop.execute { handler.value.resumeReading(for: exchange) }
     }
 
     /// The whole body, when it has already ended well and nothing of it was read: one buffer for
@@ -256,6 +260,8 @@ final class ExchangeHandler: ChannelDuplexHandler {
     }
 
     private struct Exchange {
+        /// What every callback names to reach this exchange and no later one on the connection.
+        let id: EventLoopFuture<UpstreamResponse>
         /// Until the response head has been handed over.
         var reply: EventLoopPromise<UpstreamResponse>?
         var response: ResponseBuffer?
@@ -265,6 +271,8 @@ final class ExchangeHandler: ChannelDuplexHandler {
         var upload: Upload?
         var uploader: Task<Void, Never>?
         var timer: Scheduled<Void>?
+        /// The moment left to an upload still going when the response has ended.
+        var grace: Scheduled<Void>?
         var timedOut = false
         var cancelled = false
     }
@@ -281,20 +289,24 @@ final class ExchangeHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }  // the context holds this handler
+
     // MARK: The caller's side (UpstreamConnection)
 
-    func start(_ head: HTTPRequestHead, uploading: Bool, timeout: TimeAmount, reply: EventLoopPromise<UpstreamResponse>) {
+    func start(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount, reply: EventLoopPromise<UpstreamResponse>) {
         guard let context, context.channel.isActive, exchange == nil else {
-            reply.fail(UpstreamFailure.failed)
+            reply.fail(UpstreamFailure.failed)  // before any byte of the body was taken
             return
         }
-        var exchange = Exchange(reply: reply)
-        exchange.upload = uploading ? nil : .done
+        var exchange = Exchange(id: reply.futureResult, reply: reply)
+        exchange.upload = body == nil ? .done : nil
         // Until the response head: past it, the upstream has not answered in time.
         exchange.timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { self.timeOut() }
         self.exchange = exchange
-        if uploading {
+        if let body {
             context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+            self.exchange?.uploader = UpstreamConnection.upload(body, on: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop),
+                                                                id: reply.futureResult)
         } else {
             context.write(wrapOutboundOut(.head(head)), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -302,12 +314,8 @@ final class ExchangeHandler: ChannelDuplexHandler {
         // A write that fails closes the channel: channelInactive answers the caller.
     }
 
-    func uploadStarted(_ task: Task<Void, Never>) {
-        if exchange != nil, exchange?.upload == nil { exchange?.uploader = task } else { task.cancel() }
-    }
-
-    func uploadEnded(_ outcome: Upload) {
-        guard var exchange, exchange.upload == nil else { return }
+    func uploadEnded(_ outcome: Upload, id: EventLoopFuture<UpstreamResponse>) {
+        guard var exchange, exchange.id === id, exchange.upload == nil else { return }
         exchange.upload = outcome
         exchange.uploader = nil
         self.exchange = exchange
@@ -317,13 +325,18 @@ final class ExchangeHandler: ChannelDuplexHandler {
         }
     }
 
-    func callerGaveUp() {
-        guard exchange?.reply != nil else { return }
+    func callerGaveUp(_ id: EventLoopFuture<UpstreamResponse>) {
+        guard exchange?.id === id, exchange?.reply != nil else { return }
         exchange?.cancelled = true
         context?.close(promise: nil)
     }
 
-    func resumeReading() {
+    func resumeReading(for id: EventLoopFuture<UpstreamResponse>) {
+        if exchange?.id === id { resumeReading() }
+    }
+
+    /// Reads again: the buffer has room, or the exchange is over (the next one starts unpaused).
+    private func resumeReading() {
         readPaused = false
         if readWanted, let context {
             readWanted = false
@@ -344,7 +357,8 @@ final class ExchangeHandler: ChannelDuplexHandler {
         case .head(let head):
             guard let reply = exchange?.reply else { return fail(context) }
             exchange?.timer?.cancel()
-            let response = ResponseBuffer(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+            let response = ResponseBuffer(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop),
+                                          exchange: reply.futureResult)
             exchange?.reply = nil
             exchange?.response = response
             exchange?.keepAlive = head.isKeepAlive
@@ -355,6 +369,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
         case .end:
             guard exchange?.response != nil, exchange?.ended == false else { return fail(context) }
             exchange?.ended = true
+            resumeReading()  // the whole response is in: nothing left to hold back
             complete()
         }
     }
@@ -366,20 +381,23 @@ final class ExchangeHandler: ChannelDuplexHandler {
     /// rest was never sent, so the connection closes rather than carry another request.
     private func complete() {
         guard let exchange, let context else { return }
+        // The reader may have dropped the body meanwhile: its end is then not wanted, and the
+        // connection closes (decided under the buffer's lock, so never after a release).
+        let wanted = exchange.response?.finish(nil) ?? false
         switch exchange.upload {
         case .done?:
             self.exchange = nil
-            let released = exchange.keepAlive && connection.map(client.release) == true
-            exchange.response?.finish(nil)
+            exchange.grace?.cancel()
+            // Released before the reader's task runs on: its next request finds this connection idle.
+            let released = wanted && exchange.keepAlive && connection.map(client.release) == true
             if !released { context.close(promise: nil) }
         case .stopped?, .failed?:
             self.exchange = nil
-            exchange.response?.finish(nil)
             context.close(promise: nil)
         case nil:
-            exchange.response?.finish(nil)
-            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) {
-                guard self.exchange?.ended == true, self.exchange?.upload == nil else { return }
+            let id = exchange.id
+            self.exchange?.grace = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) {
+                guard self.exchange?.id === id, self.exchange?.upload == nil else { return }
                 self.exchange?.uploader?.cancel()
                 self.context?.close(promise: nil)
             }
@@ -402,6 +420,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
         if let exchange {
             self.exchange = nil
             exchange.timer?.cancel()
+            exchange.grace?.cancel()
             exchange.uploader?.cancel()
             let uploadError: (any Error)? = if case .failed(let error)? = exchange.upload { error } else { nil }
             if let reply = exchange.reply {
