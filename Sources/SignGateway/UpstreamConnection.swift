@@ -59,18 +59,19 @@ final class UpstreamConnection: Sendable {
         let loop = channel.eventLoop
         let reply = loop.makePromise(of: UpstreamResponse.self)
         let handler = self.handler
-        let start: @Sendable () -> Void = { handler.value.start(head, body: body, timeout: timeout, reply: reply) }
+        let id = ExchangeID()
+        let start: @Sendable () -> Void = { handler.value.start(head, body: body, timeout: timeout, reply: reply, id: id) }
         if loop.inEventLoop { start() } else { loop.execute(start) }
         return try await withTaskCancellationHandler {
             try await reply.futureResult.get()
         } onCancel: {
-            loop.execute { handler.value.callerGaveUp(reply.futureResult) }
+            loop.execute { handler.value.callerGaveUp(id) }
         }
     }
 
     /// Uploads `body` after the head, for the exchange `id`.
     fileprivate static func upload(_ body: ChunkHandoff, on channel: any Channel, handler: NIOLoopBound<ExchangeHandler>,
-                                   id: EventLoopFuture<UpstreamResponse>) -> Task<Void, Never> {
+                                   id: ExchangeID) -> Task<Void, Never> {
         Task {
             let outcome: ExchangeHandler.Upload
             do {
@@ -98,6 +99,10 @@ final class UpstreamConnection: Sendable {
     func retire() { channel.close(promise: nil) }
 }
 
+/// One exchange's identity, which callbacks name so that a late one never reaches the next
+/// exchange on the connection. It holds nothing (the response it names holds it).
+final class ExchangeID: Sendable {}
+
 /// A response body as the connection reads it: a few chunks held for the caller, the connection
 /// reading no more while they reach `highWater` bytes. Dropped before its end (the client went
 /// away, or signd answers in its place), it closes the connection, which cannot carry another
@@ -119,9 +124,9 @@ final class ResponseBuffer: Sendable {
     private let channel: any Channel
     private let handler: NIOLoopBound<ExchangeHandler>
     /// The exchange this body belongs to: reading resumes only while it lasts.
-    private let exchange: EventLoopFuture<UpstreamResponse>
+    private let exchange: ExchangeID
 
-    fileprivate init(channel: any Channel, handler: NIOLoopBound<ExchangeHandler>, exchange: EventLoopFuture<UpstreamResponse>) {
+    fileprivate init(channel: any Channel, handler: NIOLoopBound<ExchangeHandler>, exchange: ExchangeID) {
         self.channel = channel
         self.handler = handler
         self.exchange = exchange
@@ -261,7 +266,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
 
     private struct Exchange {
         /// What every callback names to reach this exchange and no later one on the connection.
-        let id: EventLoopFuture<UpstreamResponse>
+        let id: ExchangeID
         /// Until the response head has been handed over.
         var reply: EventLoopPromise<UpstreamResponse>?
         var response: ResponseBuffer?
@@ -293,12 +298,12 @@ final class ExchangeHandler: ChannelDuplexHandler {
 
     // MARK: The caller's side (UpstreamConnection)
 
-    func start(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount, reply: EventLoopPromise<UpstreamResponse>) {
+    func start(_ head: HTTPRequestHead, body: ChunkHandoff?, timeout: TimeAmount, reply: EventLoopPromise<UpstreamResponse>, id: ExchangeID) {
         guard let context, context.channel.isActive, exchange == nil else {
             reply.fail(UpstreamFailure.failed)  // before any byte of the body was taken
             return
         }
-        var exchange = Exchange(id: reply.futureResult, reply: reply)
+        var exchange = Exchange(id: id, reply: reply)
         exchange.upload = body == nil ? .done : nil
         // Until the response head: past it, the upstream has not answered in time.
         exchange.timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { self.timeOut() }
@@ -306,7 +311,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
         if let body {
             context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
             self.exchange?.uploader = UpstreamConnection.upload(body, on: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop),
-                                                                id: reply.futureResult)
+                                                                id: id)
         } else {
             context.write(wrapOutboundOut(.head(head)), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -314,7 +319,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
         // A write that fails closes the channel: channelInactive answers the caller.
     }
 
-    func uploadEnded(_ outcome: Upload, id: EventLoopFuture<UpstreamResponse>) {
+    func uploadEnded(_ outcome: Upload, id: ExchangeID) {
         guard var exchange, exchange.id === id, exchange.upload == nil else { return }
         exchange.upload = outcome
         exchange.uploader = nil
@@ -325,13 +330,13 @@ final class ExchangeHandler: ChannelDuplexHandler {
         }
     }
 
-    func callerGaveUp(_ id: EventLoopFuture<UpstreamResponse>) {
+    func callerGaveUp(_ id: ExchangeID) {
         guard exchange?.id === id, exchange?.reply != nil else { return }
         exchange?.cancelled = true
         context?.close(promise: nil)
     }
 
-    func resumeReading(for id: EventLoopFuture<UpstreamResponse>) {
+    func resumeReading(for id: ExchangeID) {
         if exchange?.id === id { resumeReading() }
     }
 
@@ -355,10 +360,10 @@ final class ExchangeHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            guard let reply = exchange?.reply else { return fail(context) }
+            guard let reply = exchange?.reply, let id = exchange?.id else { return fail(context) }
             exchange?.timer?.cancel()
             let response = ResponseBuffer(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop),
-                                          exchange: reply.futureResult)
+                                          exchange: id)
             exchange?.reply = nil
             exchange?.response = response
             exchange?.keepAlive = head.isKeepAlive
