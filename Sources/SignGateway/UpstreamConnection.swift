@@ -154,20 +154,20 @@ final class ResponseBuffer: Sendable {
         }
     }
 
-    /// On the loop: the body's end, or why it failed. Returns false when the reader had already
-    /// gone (`abandon`): then the connection closes, under the same lock that decides it.
-    @discardableResult
-    fileprivate func finish(_ error: (any Error)?) -> Bool {
+    /// On the loop: the body's end, or why it failed. `beforeWaking` runs before a waiting reader is
+    /// woken, told whether the reader is still there: one that had gone (`abandon`, decided under
+    /// the same lock) wants no end, and its connection closes.
+    fileprivate func finish(_ error: (any Error)?, beforeWaking: (_ wanted: Bool) -> Void = { _ in }) {
         let (waiting, wanted) = state.withLock { state in
             if state.end == nil { state.end = error.map { .failure($0) } ?? .success(()) }
             defer { state.waiting = nil }
             return (state.waiting, !state.abandoned)
         }
+        beforeWaking(wanted)
         switch error {
         case nil: waiting?.resume(returning: nil)
         case let error?: waiting?.resume(throwing: error)
         }
-        return wanted
     }
 
     /// The next chunk, nil at the end, or why the body failed.
@@ -386,20 +386,24 @@ final class ExchangeHandler: ChannelDuplexHandler {
     /// rest was never sent, so the connection closes rather than carry another request.
     private func complete() {
         guard let exchange, let context else { return }
-        // The reader may have dropped the body meanwhile: its end is then not wanted, and the
-        // connection closes (decided under the buffer's lock, so never after a release).
-        let wanted = exchange.response?.finish(nil) ?? false
         switch exchange.upload {
         case .done?:
             self.exchange = nil
             exchange.grace?.cancel()
-            // Released before the reader's task runs on: its next request finds this connection idle.
-            let released = wanted && exchange.keepAlive && connection.map(client.release) == true
+            // Back in the pool before the reader is woken: its next request finds this connection
+            // idle. A reader that dropped the body meanwhile (decided under the buffer's lock, so
+            // never after a release) wants no end: the connection closes.
+            var released = false
+            exchange.response?.finish(nil) { wanted in
+                released = wanted && exchange.keepAlive && self.connection.map(self.client.release) == true
+            }
             if !released { context.close(promise: nil) }
         case .stopped?, .failed?:
             self.exchange = nil
+            exchange.response?.finish(nil)
             context.close(promise: nil)
         case nil:
+            exchange.response?.finish(nil)
             let id = exchange.id
             self.exchange?.grace = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) {
                 guard self.exchange?.id === id, self.exchange?.upload == nil else { return }
