@@ -3,19 +3,15 @@ import NIOCore
 
 /// One chunk at a time from a producer to a consumer: `send` returns when the consumer has
 /// taken the chunk; either side's cancellation ends the other's wait. It carries a client's body
-/// to the upstream (UpstreamBody) and the upstream's response body back (UpstreamConnection):
+/// to the upstream (UpstreamBody), read by the upload (UpstreamConnection):
 /// the producer is never faster than the consumer, so a body passes in constant memory.
-final class ChunkHandoff: AsyncSequence, Sendable {
-    typealias Element = ByteBuffer
-
+final class ChunkHandoff: Sendable {
     private struct State {
         var chunk: ByteBuffer?
         /// Set once: nil while the body lasts, `.success` at its end, `.failure` when reading it failed.
         var end: Result<Void, any Error>?
         var waitingConsumer: CheckedContinuation<ByteBuffer?, any Error>?
         var waitingProducer: CheckedContinuation<Void, any Error>?
-        var iterated = false
-        var abandoned = false
         var discarding = false
     }
 
@@ -49,7 +45,7 @@ final class ChunkHandoff: AsyncSequence, Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 enum Step { case handed(CheckedContinuation<ByteBuffer?, any Error>), cancelled, dropped, waiting }
                 let step: Step = state.withLock { state in
-                    if Task.isCancelled || state.abandoned { return .cancelled }
+                    if Task.isCancelled { return .cancelled }
                     if state.discarding { return .dropped }
                     if let consumer = state.waitingConsumer {
                         state.waitingConsumer = nil
@@ -123,30 +119,5 @@ final class ChunkHandoff: AsyncSequence, Sendable {
             }
             consumer?.resume(throwing: CancellationError())
         }
-    }
-
-    /// The one iterator: when the consumer drops it (the exchange is over), a producer waiting
-    /// to hand it a chunk is released.
-    final class AsyncIterator: AsyncIteratorProtocol {
-        let chunks: ChunkHandoff
-        init(chunks: ChunkHandoff) { self.chunks = chunks }
-        func next() async throws -> ByteBuffer? { try await chunks.next() }
-        deinit { chunks.abandon() }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator {
-        precondition(state.withLock { state in defer { state.iterated = true }; return !state.iterated }, "one consumer reads a body")
-        return AsyncIterator(chunks: self)
-    }
-
-    /// No chunk will be taken any more: the waiting reader, and any later `send`, fail.
-    func abandon() {
-        let producer = state.withLock { state in
-            state.abandoned = true
-            state.chunk = nil
-            defer { state.waitingProducer = nil }
-            return state.waitingProducer
-        }
-        producer?.resume(throwing: CancellationError())
     }
 }
