@@ -241,7 +241,11 @@ public final class Gateway: Service {
             additionalChannelHandlers: [AbsoluteFormGuard.Installer()],
             idleTimeout: .seconds(limits.idleTimeout),
             httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes))
-        var app = Application(router: router, server: Self.server(http1, tls: configuration.tls, certificate: certificate, limits: limits),
+        // HTTP/1.1 is served by signd's own connection handler (`GatewayHTTP1Channel`); HTTP/2
+        // streams by Hummingbird's, with the same responder.
+        let responder = router.buildResponder()
+        var app = Application(responder: responder,
+                              server: Self.server(http1, responder: responder, tls: configuration.tls, certificate: certificate, limits: limits),
                               configuration: .init(address: .hostname(host, port: port), serverName: nil,
                                                    availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)),
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },

@@ -193,9 +193,11 @@ final class HandshakeDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 
 extension Gateway {
     /// The server: plain HTTP/1.1, or TLS with HTTP/1.1 and (by ALPN) HTTP/2.
-    static func server(_ http1: HTTP1Channel.Configuration, tls: GatewayConfiguration.TLS?, certificate: ServerCertificate?,
+    static func server(_ http1: HTTP1Channel.Configuration, responder: RouterResponder<GatewayRequestContext>,
+                       tls: GatewayConfiguration.TLS?, certificate: ServerCertificate?,
                        limits: GatewayConfiguration.Limits) -> HTTPServerBuilder {
-        guard let tls, let certificate else { return .http1(configuration: http1) }
+        let plain = GatewayHTTP1Channel(responder: responder, configuration: http1)
+        guard let tls, let certificate else { return HTTPServerBuilder { _ in plain } }
         let handshake = TimeAmount.seconds(limits.idleTimeout)
         let configuration = certificate.configuration(http2: tls.http2)
         return HTTPServerBuilder { responder in
@@ -207,7 +209,7 @@ extension Gateway {
                 return HandshakeDeadlineChannel(base: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder),
                                                 timeout: handshake)
             }
-            return HandshakeDeadlineChannel(base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http1), tlsConfiguration: configuration),
+            return HandshakeDeadlineChannel(base: try TLSChannel(plain, tlsConfiguration: configuration),
                                             timeout: handshake)
         }
     }

@@ -1,0 +1,408 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+
+/// signd's HTTP/1.1 connections (plain, or under `TLSChannel`), served from a channel handler on
+/// the connection's event loop: one task per request runs signd's middleware chain, and its answer
+/// is written straight to the channel. Hummingbird's own HTTP/1.1 channel reads and writes through
+/// a task per connection and SwiftNIO's async channel, which cost more than signd's whole proxying
+/// did (docs/SIGND.md, "How a request is proxied"). The pipeline is the one Hummingbird builds:
+/// SwiftNIO's HTTP/1.1 codec with signd's decoder limits, the HTTPTypes conversion, signd's extra
+/// handlers and Hummingbird's idle-timeout and graceful-shutdown handler.
+struct GatewayHTTP1Channel: ServerChildChannel {
+    struct Value: ServerChildChannelValue {
+        let channel: any Channel
+    }
+
+    let responder: RouterResponder<GatewayRequestContext>
+    let configuration: HTTP1Channel.Configuration
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = configuration.httpDecoder.maxHeaderFieldSize
+            limits.maxHeaderListSize = configuration.httpDecoder.maxHeaderListSize
+            limits.maxHeaderFieldCount = configuration.httpDecoder.maxHeaderFieldCount
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false,
+                                                     withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
+                                                     withDecoderLimitConfiguration: limits)
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandlers(configuration.additionalChannelHandlers())
+            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: configuration.idleTimeout.map { .init($0) }, logger: logger))
+            try pipeline.addHandler(HTTP1Connection(responder: responder, logger: logger))
+            return Value(channel: channel)
+        }
+    }
+
+    /// The connection serves itself (`HTTP1Connection`); this waits for it to close. A server
+    /// stopped at once (not gracefully) closes it after the response in progress, as a graceful
+    /// shutdown does (`HTTPConnectionStateHandler`).
+    func handle(value: Value, logger: Logger) async {
+        await withTaskCancellationHandler {
+            try? await value.channel.closeFuture.get()
+        } onCancel: {
+            value.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+    }
+}
+
+/// One HTTP/1.1 connection's requests, one at a time in the order they came (RFC 9112 §9.3.2):
+/// a request's task starts once its head and whatever of its body came with it have been read;
+/// parts of later requests wait in `backlog` until its response has ended. All state lives on the
+/// connection's event loop; the request's task reaches it through `ResponseChannelWriter` and
+/// `InboundBody`.
+final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// The request being answered.
+    final class Exchange {
+        enum Reading {
+            /// The head, and the body that arrived with it: the task starts at the request's end,
+            /// or at the end of this read with a streamed body.
+            case head(HTTPRequest, ByteBuffer?)
+            /// The task reads the body as it arrives.
+            case streaming(InboundBody.Source)
+            /// The rest of the body is read and dropped: its reader is gone.
+            case dropping
+            /// The whole request has been read.
+            case ended
+        }
+
+        var reading: Reading
+        var responseEnded = false
+        /// The connection closes once the response has ended: the client or the response said so,
+        /// or the request cannot be read to its end.
+        var closeAfterResponse = false
+        var task: Task<Void, Never>?
+
+        var requestRead: Bool {
+            if case .ended = reading { true } else { false }
+        }
+
+        init(head: HTTPRequest) {
+            reading = .head(head, nil)
+            closeAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
+        }
+    }
+
+    private let responder: RouterResponder<GatewayRequestContext>
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    /// The requests' tasks run on the connection's event loop.
+    private var executor: EventLoopTaskExecutor?
+    private var exchange: Exchange?
+    /// Parts read past the request being answered (a pipelining client).
+    private var backlog = CircularBuffer<HTTPRequestPart>()
+    /// A read the pipeline asked for, held while the body's reader is full or the backlog is long.
+    private var heldRead = false
+    private var bodyPaused = false
+    private var inputClosed = false
+    /// The connection is closing: its output is shut, what the client still sends is dropped.
+    private var lingering: Scheduled<Void>?
+    /// How long a closing connection reads what the client still sends (a body nobody took),
+    /// so that closing it does not reset the response the client has not read yet (RFC 9112 §9.6).
+    private static let lingerTime = TimeAmount.seconds(5)
+    private var flushScheduled = false
+    private var writableWaiters: [EventLoopPromise<Void>] = []
+    /// The most parts held for later requests before the connection stops reading.
+    private static let backlogLimit = 64
+
+    init(responder: RouterResponder<GatewayRequestContext>, logger: Logger) {
+        self.responder = responder
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        executor = EventLoopTaskExecutor(context.eventLoop)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard lingering == nil else { return }
+        let part = unwrapInboundIn(data)
+        if exchange?.requestRead == true || !backlog.isEmpty {
+            backlog.append(part)
+            return
+        }
+        receive(part, context: context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        startStreamingIfWaiting(context: context)
+    }
+
+    private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch (part, exchange?.reading) {
+        case (.head(let head), nil):
+            exchange = Exchange(head: head)
+        case (.body(let chunk), .head(let head, var collected)?):
+            if collected == nil { collected = chunk } else { collected!.writeImmutableBuffer(chunk) }
+            exchange?.reading = .head(head, collected)
+        case (.body(let chunk), .streaming(let source)?):
+            switch source.yield(chunk) {
+            case .produceMore: break
+            case .stopProducing: bodyPaused = true
+            case .dropped: exchange?.reading = .dropping
+            }
+        case (.body, .dropping?):
+            break
+        case (.end, .head(let head, let collected)?):
+            exchange?.reading = .ended
+            start(head, body: RequestBody(buffer: collected ?? ByteBuffer()), context: context)
+        case (.end, .streaming(let source)?):
+            exchange?.reading = .ended
+            bodyPaused = false  // what follows is the next request's, held in the backlog
+            source.finish()
+        case (.end, .dropping?):
+            exchange?.reading = .ended
+            endIfAnswered(context: context)
+        default:
+            // The HTTP/1.1 decoder sends head, body…, end, for one request at a time.
+            context.close(promise: nil)
+        }
+    }
+
+    /// A request whose body did not all arrive with its head: its task starts now, and reads the
+    /// rest as it comes.
+    private func startStreamingIfWaiting(context: ChannelHandlerContext) {
+        guard let exchange, case .head(let head, let collected) = exchange.reading else { return }
+        let body = InboundBody.make(connection: NIOLoopBound(self, eventLoop: context.eventLoop),
+                                    exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))
+        exchange.reading = .streaming(body.source)
+        if let collected, body.source.yield(collected) == .stopProducing { bodyPaused = true }
+        if inputClosed { body.source.finish(ChannelError.eof) }
+        start(head, body: RequestBody(asyncSequence: body.sequence), context: context)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if lingering == nil, bodyPaused || backlog.count >= Self.backlogLimit {
+            heldRead = true
+        } else {
+            context.read()
+        }
+    }
+
+    private func releaseHeldRead(context: ChannelHandlerContext) {
+        guard heldRead, !bodyPaused, backlog.count < Self.backlogLimit else { return }
+        heldRead = false
+        context.read()
+    }
+
+    /// The body's reader wants more (`InboundBody`).
+    func bodyDemanded(_ exchange: Exchange) {
+        guard exchange === self.exchange, let context else { return }
+        bodyPaused = false
+        releaseHeldRead(context: context)
+    }
+
+    /// The body's reader is gone before its end: the rest is read and dropped, unless the
+    /// response closes the connection first.
+    func bodyAbandoned(_ exchange: Exchange) {
+        guard exchange === self.exchange, case .streaming = exchange.reading, let context else { return }
+        exchange.reading = .dropping
+        bodyPaused = false
+        releaseHeldRead(context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            inputClosed = true
+            if lingering != nil {
+                context.close(promise: nil)
+            } else if let exchange {
+                exchange.closeAfterResponse = true
+                if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
+                endIfAnswered(context: context)
+            } else {
+                context.close(promise: nil)
+            }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard lingering == nil else {
+            context.close(promise: nil)
+            return
+        }
+        guard let exchange else {
+            // A head that could not be parsed (Hummingbird's answer to one).
+            if error is HTTPParserError {
+                let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+                context.write(wrapOutboundOut(.head(head)), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+            context.close(promise: nil)
+            return
+        }
+        // The request being answered (its body cut short) or a later one: answered, then closed.
+        exchange.closeAfterResponse = true
+        if case .streaming(let source) = exchange.reading { source.finish(error) }
+        backlog.removeAll()
+        endIfAnswered(context: context)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        lingering?.cancel()
+        if let exchange {
+            if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
+            exchange.task?.cancel()  // nobody is left to answer: the upstream exchange stops too
+        }
+        exchange = nil
+        backlog.removeAll()
+        let waiters = writableWaiters
+        writableWaiters = []
+        for waiter in waiters { waiter.fail(ChannelError.ioOnClosedChannel) }
+        context.fireChannelInactive()
+    }
+
+    // MARK: Answering
+
+    private func start(_ head: HTTPRequest, body: RequestBody, context: ChannelHandlerContext) {
+        guard let exchange else { return }
+        let request = Request(head: head, body: body)
+        let requestContext = GatewayRequestContext(source: .init(channel: context.channel, logger: logger))
+        let writer = ResponseChannelWriter(connection: NIOLoopBound(self, eventLoop: context.eventLoop),
+                                           exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))
+        let responder = self.responder
+        let logger = self.logger
+        exchange.task = Task {
+            var response: Response
+            do {
+                response = try await responder.respond(to: request, context: requestContext)
+            } catch {
+                // RouterResponder answers what it can (HTTPResponseError); anything else is signd's fault.
+                logger.debug("unanswered error", metadata: ["error.type": "\(type(of: error))"])
+                response = Response(status: .internalServerError)
+            }
+            if response.headers[.date] == nil { response.headers[.date] = HTTPDate.now() }
+            var bodyWriter = writer
+            bodyWriter.head = response.head
+            try? await response.body.write(bodyWriter)
+            await writer.closeUnlessEnded()
+        }
+    }
+
+    /// Writes a part of the exchange's response: nil when the channel takes more now, else a
+    /// future that completes when it does.
+    func write(_ part: HTTPResponsePart, for exchange: Exchange) throws -> EventLoopFuture<Void>? {
+        guard exchange === self.exchange, !exchange.responseEnded, let context, context.channel.isActive else {
+            throw ChannelError.ioOnClosedChannel
+        }
+        if case .head(let head) = part, head.headerFields[.connection]?.lowercased() == "close" { exchange.closeAfterResponse = true }
+        context.write(wrapOutboundOut(part), promise: nil)
+        if case .end = part {
+            exchange.responseEnded = true
+            flushScheduled = false
+            context.flush()
+            endIfAnswered(context: context)
+            return nil
+        }
+        // Flushed once this turn of the event loop is over: a body written whole by the same
+        // task step goes out with its head and end in one write.
+        if !flushScheduled {
+            flushScheduled = true
+            context.eventLoop.assumeIsolated().execute { [self] in
+                guard flushScheduled else { return }
+                flushScheduled = false
+                self.context?.flush()
+            }
+        }
+        guard !context.channel.isWritable else { return nil }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        writableWaiters.append(promise)
+        context.flush()
+        return promise.futureResult
+    }
+
+    /// The response's task is over without its end written (its body failed): the connection
+    /// cannot carry another response.
+    func closeUnlessEnded(_ exchange: Exchange) {
+        guard exchange === self.exchange, !exchange.responseEnded, let context else { return }
+        context.close(promise: nil)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            let waiters = writableWaiters
+            writableWaiters = []
+            for waiter in waiters { waiter.succeed() }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// The response has ended: the next request is handled once this one has been read to its
+    /// end (or the connection closes).
+    private func endIfAnswered(context: ChannelHandlerContext) {
+        guard let exchange, exchange.responseEnded else { return }
+        if exchange.closeAfterResponse {
+            closeAfterAnswer(context: context)
+            return
+        }
+        switch exchange.reading {
+        case .ended:
+            self.exchange = nil
+            if inputClosed && backlog.isEmpty {
+                context.close(promise: nil)
+                return
+            }
+            while let part = backlog.popFirst() {
+                receive(part, context: context)
+                if let next = self.exchange, case .ended = next.reading { break }
+            }
+            startStreamingIfWaiting(context: context)
+            releaseHeldRead(context: context)
+        case .streaming(let source):
+            // Answered before the body was read to its end, by a reader that left it: the rest
+            // is read and dropped, as Hummingbird does.
+            source.finish()
+            exchange.reading = .dropping
+            bodyPaused = false
+            releaseHeldRead(context: context)
+        case .dropping:
+            bodyPaused = false
+            releaseHeldRead(context: context)
+        case .head:
+            context.close(promise: nil)
+        }
+    }
+
+    /// Closes the connection once its last response has gone: the output is shut at once (the
+    /// client reads the response, then the end), and what the client still sends is read and
+    /// dropped until it closes too or `lingerTime` has passed. A socket closed with unread input
+    /// is reset, and a reset can destroy the response before the client has read it.
+    private func closeAfterAnswer(context: ChannelHandlerContext) {
+        if let exchange, case .streaming(let source) = exchange.reading { source.finish() }
+        exchange = nil
+        backlog.removeAll()
+        bodyPaused = false
+        guard !inputClosed else {
+            context.close(promise: nil)
+            return
+        }
+        let channel = context.channel
+        lingering = context.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        let shut = context.eventLoop.makePromise(of: Void.self)
+        shut.futureResult.whenFailure { _ in channel.close(promise: nil) }  // a TLS stream may not half-close
+        context.close(mode: .output, promise: shut)
+        if heldRead {
+            heldRead = false
+            context.read()
+        }
+    }
+}

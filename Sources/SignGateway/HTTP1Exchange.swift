@@ -1,0 +1,129 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTPTypes
+
+/// A request body that did not all arrive with its head, handed to the request's task as it is
+/// read: the connection stops reading past `highWatermark` chunks and reads on when the task
+/// has taken all but `lowWatermark` (SwiftNIO's async sequence producer).
+enum InboundBody {
+    typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, Delegate>
+    typealias Source = Producer.Source
+
+    struct Delegate: NIOAsyncSequenceProducerDelegate {
+        let connection: NIOLoopBound<HTTP1Connection>
+        let exchange: NIOLoopBound<HTTP1Connection.Exchange>
+
+        func produceMore() {
+            connection.eventLoop.execute { connection.value.bodyDemanded(exchange.value) }
+        }
+
+        func didTerminate() {
+            connection.eventLoop.execute { connection.value.bodyAbandoned(exchange.value) }
+        }
+    }
+
+    static func make(connection: NIOLoopBound<HTTP1Connection>, exchange: NIOLoopBound<HTTP1Connection.Exchange>)
+        -> (source: Source, sequence: Producer) {
+        let made = Producer.makeSequence(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8), finishOnDeinit: true,
+                                         delegate: Delegate(connection: connection, exchange: exchange))
+        return (made.source, made.sequence)
+    }
+}
+
+/// Writes a response for the request's task, on the connection's event loop: at once when the
+/// task runs there (signd's tasks do), else by a hop to it. The head waits for the body's first
+/// chunk or its end, so that a whole answer leaves in one write.
+struct ResponseChannelWriter: ResponseBodyWriter, Sendable {
+    let connection: NIOLoopBound<HTTP1Connection>
+    let exchange: NIOLoopBound<HTTP1Connection.Exchange>
+    /// The response's head, until it has been written.
+    var head: HTTPResponse?
+
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        let head = self.head
+        self.head = nil
+        try await perform { connection, exchange in
+            if let head { _ = try connection.write(.head(head), for: exchange) }
+            return try connection.write(.body(buffer), for: exchange)
+        }
+    }
+
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+        let head = self.head
+        try await perform { connection, exchange in
+            if let head { _ = try connection.write(.head(head), for: exchange) }
+            return try connection.write(.end(trailingHeaders), for: exchange)
+        }
+    }
+
+    /// After the response's task: a response it did not end closes the connection.
+    func closeUnlessEnded() async {
+        try? await perform { connection, exchange in
+            connection.closeUnlessEnded(exchange)
+            return nil
+        }
+    }
+
+    private func perform(_ operation: @escaping @Sendable (HTTP1Connection, HTTP1Connection.Exchange) throws -> EventLoopFuture<Void>?)
+        async throws {
+        let loop = connection.eventLoop
+        if loop.inEventLoop {
+            if let wait = try operation(connection.value, exchange.value) { try await wait.get() }
+            return
+        }
+        let (connection, exchange) = (self.connection, self.exchange)
+        try await loop.flatSubmit {
+            do {
+                return try operation(connection.value, exchange.value) ?? loop.makeSucceededVoidFuture()
+            } catch {
+                return loop.makeFailedFuture(error)
+            }
+        }.get()
+    }
+}
+
+/// The `Date` of signd's responses (RFC 9110 §6.6.1), formatted once a second.
+enum HTTPDate {
+    private static let cached = NIOLockedValueBox<(second: Int, text: String)>((-1, ""))
+
+    static func now() -> String {
+        let second = time(nil)
+        return cached.withLockedValue { cached in
+            if cached.second != second { cached = (second, format(second)) }
+            return cached.text
+        }
+    }
+
+    /// IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+    static func format(_ second: Int) -> String {
+        var time = time_t(second)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}
+
+/// Runs a request's task on its connection's event loop as a task executor (SE-0417), so that
+/// the nonisolated async functions of the middleware chain run where they are called. SwiftNIO
+/// runs the jobs of the tasks it takes over as the event loop's serial executor instead, and every
+/// nonisolated async function then hops (one turn of the loop) to the generic executor on entry.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) {
+        self.loop = loop
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
