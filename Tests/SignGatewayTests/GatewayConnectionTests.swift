@@ -1,0 +1,98 @@
+import Foundation
+@_spi(SignCoreTools) import SignCore
+import SignTestSupport
+import Testing
+
+/// signd's HTTP/1.1 connections (`HTTP1Connection`), sent raw as a client or an attacker would and
+/// checked at the upstream: pipelined requests answered in order, each body read as its own
+/// request's and never as a request, a connection closed after a refusal without resetting the
+/// refusal, and a head that cannot be parsed answered 400.
+@Suite(.serialized) struct GatewayConnectionTests {
+    /// The status codes of the responses in `answer`, in order.
+    static func statuses(_ answer: String) -> [Int] {
+        answer.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
+    }
+
+    static func withOffGateway(limit: Int = 1 << 16, _ body: @Sendable (Int, Upstream) async throws -> Void) async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                "policy": ["fallback": "off"], "body": ["mode": "buffered", "limit": limit], "limits": ["idleTimeout": 5]])
+            try await withGateway(configuration) { port in try await body(port, upstream) }
+        }
+    }
+
+    /// Requests sent at once, bodies among them, are answered one by one in the order they came,
+    /// each body forwarded with its own request.
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        try await Self.withOffGateway { port, upstream in
+            let host = "Host: 127.0.0.1:\(port)\r\n"
+            let body = "GET /inside-a-body HTTP/1.1\r\n\(host)\r\n"
+            var requests = ""
+            for index in 0..<4 {
+                requests += "GET /early/\(index) HTTP/1.1\r\n\(host)\r\n"
+                requests += "POST /p/\(index) HTTP/1.1\r\n\(host)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                requests += "GET /g/\(index) HTTP/1.1\r\n\(host)\r\n"
+            }
+            requests += "GET /last HTTP/1.1\r\n\(host)Connection: close\r\n\r\n"
+            let answer = try await rawHTTP(port: port, requests)
+            #expect(Self.statuses(answer) == Array([[404, 200, 200], [404, 200, 200], [404, 200, 200], [404, 200, 200]].joined()) + [200],
+                    "\(Self.statuses(answer))")
+            let seen = upstream.all.map(\.path)
+            #expect(seen == (0..<4).flatMap { ["/early/\($0)", "/p/\($0)", "/g/\($0)"] } + ["/last"], "\(seen)")
+            #expect(upstream.all.filter { $0.path.hasPrefix("/p/") }.allSatisfy { $0.bodyBytes == body.utf8.count && $0.complete })
+        }
+    }
+
+    /// A body is never read as requests, whether or not the upstream waited for it: one that
+    /// came whole is dropped and the next request served; of one still arriving when the upstream
+    /// answered, nothing more is read (the connection closes after the answer), so neither the
+    /// requests hidden in it nor one sent after it reach the upstream.
+    @Test func aBodyIsNeverReadAsRequests() async throws {
+        try await Self.withOffGateway(limit: 8 << 20) { port, upstream in
+            let host = "Host: 127.0.0.1:\(port)\r\n"
+            let hidden = "GET /smuggled HTTP/1.1\r\n\(host)\r\n"
+            for (copies, whole) in [(20, true), (40_000, false)] {  // 1 KB, 1.6 MB
+                let body = String(repeating: hidden, count: copies)
+                let request = "POST /early/x HTTP/1.1\r\n\(host)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                    + "GET /after HTTP/1.1\r\n\(host)Connection: close\r\n\r\n"
+                let answer = try await rawHTTP(port: port, request)
+                #expect(Self.statuses(answer) == (whole ? [404, 200] : [404]), "\(copies): \(answer.prefix(300))")
+                #expect(whole || answer.lowercased().contains("connection: close"))
+                #expect(upstream.all.map(\.path) == (whole ? ["/early/x", "/after"] : ["/early/x"]), "\(upstream.all.map(\.path))")
+                upstream.records.withLock { $0.removeAll() }
+            }
+        }
+    }
+
+    /// A refused body the client keeps sending: signd answers, stops taking requests on the
+    /// connection, and reads on until the client is done, so the refusal is read, not reset.
+    @Test func aRefusalReachesAClientStillSendingItsBody() async throws {
+        try await Self.withOffGateway { port, upstream in
+            let body = String(repeating: "x", count: 4 << 20)  // past the 64 KiB limit, and past the socket buffers
+            for framing in ["Content-Length: \(body.utf8.count)", "Transfer-Encoding: chunked"] {
+                let sent = framing.hasPrefix("Content") ? body : "\(String(body.utf8.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+                let answer = try await rawHTTP(port: port, "PUT /big HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(framing)\r\n\r\n\(sent)")
+                #expect(Self.statuses(answer) == [413], "\(framing): \(answer.prefix(300))")
+            }
+            #expect(!upstream.all.contains { $0.complete }, "\(upstream.all.map { ($0.path, $0.bodyBytes, $0.complete) })")
+        }
+    }
+
+    /// A head that is not HTTP/1.1 is answered 400 and the connection closed; the next
+    /// connection is served.
+    @Test func aMalformedHeadIsAnswered400() async throws {
+        try await Self.withOffGateway { port, upstream in
+            for garbage in ["NOT HTTP\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+                            "GET / HTTP/1.1\r\nHo st: x\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"] {
+                let answer = try await rawHTTP(port: port, garbage)
+                #expect(Self.statuses(answer).first == 400, "\(garbage.debugDescription): \(answer.prefix(200))")
+            }
+            let fine = try await rawHTTP(port: port, "GET /fine HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
+            #expect(Self.statuses(fine) == [200])
+            #expect(upstream.all.map(\.path) == ["/fine"])
+        }
+    }
+}
