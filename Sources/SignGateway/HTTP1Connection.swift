@@ -41,13 +41,20 @@ struct GatewayHTTP1Channel: ServerChildChannel {
     }
 
     /// The connection serves itself (`HTTP1Connection`); this waits for it to close. A server
-    /// stopped at once (not gracefully) closes it after the response in progress, as a graceful
-    /// shutdown does (`HTTPConnectionStateHandler`).
+    /// stopped at once (not gracefully) takes no further request on it and closes it once the
+    /// response in progress has gone (`HTTP1Connection.stop`).
     func handle(value: Value, logger: Logger) async {
+        let channel = value.channel
         await withTaskCancellationHandler {
-            try? await value.channel.closeFuture.get()
+            try? await channel.closeFuture.get()
         } onCancel: {
-            value.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+            channel.eventLoop.execute {
+                guard let connection = try? channel.pipeline.syncOperations.handler(type: HTTP1Connection.self) else {
+                    channel.close(promise: nil)
+                    return
+                }
+                connection.stop()
+            }
         }
     }
 }
@@ -56,7 +63,8 @@ struct GatewayHTTP1Channel: ServerChildChannel {
 /// a request's task starts once its head and whatever of its body came with it have been read;
 /// parts of later requests wait in `backlog` until its response has ended. All state lives on the
 /// connection's event loop; the request's task reaches it through `ResponseChannelWriter` and
-/// `InboundBody`.
+/// `InboundBody`, and every such call names its exchange, so that nothing late from one request
+/// reaches the next.
 final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
@@ -77,6 +85,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         }
 
         var reading: Reading
+        var headWritten = false
         var responseEnded = false
         /// The connection closes once the response has ended: the client or the response said so,
         /// or the request cannot be read to its end.
@@ -96,24 +105,23 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private let responder: RouterResponder<GatewayRequestContext>
     private let logger: Logger
     private var context: ChannelHandlerContext?
-    /// The requests' tasks run on the connection's event loop.
-    private var executor: EventLoopTaskExecutor?
     private var exchange: Exchange?
-    /// Parts read past the request being answered (a pipelining client).
+    /// Parts read past the request being answered (a pipelining client), and their body bytes.
     private var backlog = CircularBuffer<HTTPRequestPart>()
+    private var backlogBytes = 0
     /// A read the pipeline asked for, held while the body's reader is full or the backlog is long.
     private var heldRead = false
     private var bodyPaused = false
     private var inputClosed = false
     /// The connection is closing: its output is shut, what the client still sends is dropped.
     private var lingering: Scheduled<Void>?
+    private var flushScheduled = false
+    private var writableWaiters: [EventLoopPromise<Void>] = []
     /// How long a closing connection reads what the client still sends (a body nobody took),
     /// so that closing it does not reset the response the client has not read yet (RFC 9112 §9.6).
     private static let lingerTime = TimeAmount.seconds(5)
-    private var flushScheduled = false
-    private var writableWaiters: [EventLoopPromise<Void>] = []
-    /// The most parts held for later requests before the connection stops reading.
-    private static let backlogLimit = 64
+    /// The most held for later requests before the connection stops reading: parts, body bytes.
+    private static let backlogLimit = (parts: 64, bytes: 64 << 10)
 
     init(responder: RouterResponder<GatewayRequestContext>, logger: Logger) {
         self.responder = responder
@@ -122,7 +130,6 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        executor = EventLoopTaskExecutor(context.eventLoop)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -136,6 +143,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         let part = unwrapInboundIn(data)
         if exchange?.requestRead == true || !backlog.isEmpty {
             backlog.append(part)
+            if case .body(let chunk) = part { backlogBytes += chunk.readableBytes }
             return
         }
         receive(part, context: context)
@@ -150,13 +158,15 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         case (.head(let head), nil):
             exchange = Exchange(head: head)
         case (.body(let chunk), .head(let head, var collected)?):
-            if collected == nil { collected = chunk } else { collected!.writeImmutableBuffer(chunk) }
+            if collected == nil { collected = chunk } else { collected?.writeImmutableBuffer(chunk) }
             exchange?.reading = .head(head, collected)
         case (.body(let chunk), .streaming(let source)?):
             switch source.yield(chunk) {
             case .produceMore: break
             case .stopProducing: bodyPaused = true
-            case .dropped: exchange?.reading = .dropping
+            case .dropped:
+                exchange?.reading = .dropping
+                bodyPaused = false
             }
         case (.body, .dropping?):
             break
@@ -188,8 +198,12 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         start(head, body: RequestBody(asyncSequence: body.sequence), context: context)
     }
 
+    private var readsHeld: Bool {
+        lingering == nil && (bodyPaused || backlog.count >= Self.backlogLimit.parts || backlogBytes >= Self.backlogLimit.bytes)
+    }
+
     func read(context: ChannelHandlerContext) {
-        if lingering == nil, bodyPaused || backlog.count >= Self.backlogLimit {
+        if readsHeld {
             heldRead = true
         } else {
             context.read()
@@ -197,7 +211,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func releaseHeldRead(context: ChannelHandlerContext) {
-        guard heldRead, !bodyPaused, backlog.count < Self.backlogLimit else { return }
+        guard heldRead, !readsHeld else { return }
         heldRead = false
         context.read()
     }
@@ -219,41 +233,53 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event {
-            inputClosed = true
-            if lingering != nil {
-                context.close(promise: nil)
-            } else if let exchange {
-                exchange.closeAfterResponse = true
-                if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
-                endIfAnswered(context: context)
-            } else {
-                context.close(promise: nil)
-            }
+        guard case ChannelEvent.inputClosed = event else {
+            context.fireUserInboundEventTriggered(event)
             return
         }
-        context.fireUserInboundEventTriggered(event)
+        inputClosed = true
+        guard lingering == nil, let exchange else {
+            context.close(promise: nil)
+            return
+        }
+        // A request read whole is answered, and so are those held after it; one cut short ends
+        // its body in error and the connection after its answer.
+        switch exchange.reading {
+        case .ended:
+            break
+        case .head:
+            exchange.closeAfterResponse = true
+            startStreamingIfWaiting(context: context)
+        case .streaming(let source):
+            exchange.closeAfterResponse = true
+            source.finish(ChannelError.eof)
+        case .dropping:
+            exchange.closeAfterResponse = true
+            endIfAnswered(context: context)
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard lingering == nil else {
+        // A closing connection's decoder reports what it drops.
+        guard lingering == nil else { return }
+        guard error is HTTPParserError else {
             context.close(promise: nil)
             return
         }
-        guard let exchange else {
-            // A head that could not be parsed (Hummingbird's answer to one).
-            if error is HTTPParserError {
-                let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
-                context.write(wrapOutboundOut(.head(head)), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            }
-            context.close(promise: nil)
+        guard let exchange, exchange.task != nil else {
+            // Nothing is being answered: the request that could not be read is answered 400 here
+            // (as Hummingbird did), and the connection closes.
+            let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            closeAfterAnswer(context: context)
             return
         }
         // The request being answered (its body cut short) or a later one: answered, then closed.
         exchange.closeAfterResponse = true
         if case .streaming(let source) = exchange.reading { source.finish(error) }
         backlog.removeAll()
+        backlogBytes = 0
         endIfAnswered(context: context)
     }
 
@@ -271,6 +297,19 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
+    /// The server stops at once: no further request is taken; the one in progress is answered.
+    func stop() {
+        guard let context else { return }
+        backlog.removeAll()
+        backlogBytes = 0
+        guard let exchange else {
+            context.close(promise: nil)
+            return
+        }
+        exchange.closeAfterResponse = true
+        endIfAnswered(context: context)
+    }
+
     // MARK: Answering
 
     private func start(_ head: HTTPRequest, body: RequestBody, context: ChannelHandlerContext) {
@@ -281,6 +320,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
                                            exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))
         let responder = self.responder
         let logger = self.logger
+        // Started from the event loop, the task runs on it in signd (SwiftNIO's event loops are
+        // its global executor, and keep a task on the loop that enqueued it).
         exchange.task = Task {
             var response: Response
             do {
@@ -291,20 +332,28 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
                 response = Response(status: .internalServerError)
             }
             if response.headers[.date] == nil { response.headers[.date] = HTTPDate.now() }
-            var bodyWriter = writer
-            bodyWriter.head = response.head
-            try? await response.body.write(bodyWriter)
+            do {
+                try await writer.writeHead(response.head)
+                try await response.body.write(writer)
+            } catch {}
             await writer.closeUnlessEnded()
         }
     }
 
-    /// Writes a part of the exchange's response: nil when the channel takes more now, else a
-    /// future that completes when it does.
+    /// Writes a part of the exchange's response (the head first, once): nil when the channel
+    /// takes more now, else a future that completes when it does.
     func write(_ part: HTTPResponsePart, for exchange: Exchange) throws -> EventLoopFuture<Void>? {
         guard exchange === self.exchange, !exchange.responseEnded, let context, context.channel.isActive else {
             throw ChannelError.ioOnClosedChannel
         }
-        if case .head(let head) = part, head.headerFields[.connection]?.lowercased() == "close" { exchange.closeAfterResponse = true }
+        switch part {
+        case .head(let head):
+            guard !exchange.headWritten else { throw ChannelError.inappropriateOperationForState }
+            exchange.headWritten = true
+            if head.headerFields[.connection]?.lowercased() == "close" { exchange.closeAfterResponse = true }
+        case .body, .end:
+            guard exchange.headWritten else { throw ChannelError.inappropriateOperationForState }
+        }
         context.write(wrapOutboundOut(part), promise: nil)
         if case .end = part {
             exchange.responseEnded = true
@@ -357,20 +406,21 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         switch exchange.reading {
         case .ended:
             self.exchange = nil
-            if inputClosed && backlog.isEmpty {
+            while let part = backlog.popFirst() {
+                if case .body(let chunk) = part { backlogBytes -= chunk.readableBytes }
+                receive(part, context: context)
+                if self.exchange?.requestRead == true { break }
+            }
+            startStreamingIfWaiting(context: context)
+            if self.exchange == nil && inputClosed {
                 context.close(promise: nil)
                 return
             }
-            while let part = backlog.popFirst() {
-                receive(part, context: context)
-                if let next = self.exchange, case .ended = next.reading { break }
-            }
-            startStreamingIfWaiting(context: context)
             releaseHeldRead(context: context)
         case .streaming(let source):
             // Answered before the body was read to its end, by a reader that left it: the rest
             // is read and dropped, as Hummingbird does.
-            source.finish()
+            source.finish(CancellationError())
             exchange.reading = .dropping
             bodyPaused = false
             releaseHeldRead(context: context)
@@ -387,9 +437,10 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// dropped until it closes too or `lingerTime` has passed. A socket closed with unread input
     /// is reset, and a reset can destroy the response before the client has read it.
     private func closeAfterAnswer(context: ChannelHandlerContext) {
-        if let exchange, case .streaming(let source) = exchange.reading { source.finish() }
+        if let exchange, case .streaming(let source) = exchange.reading { source.finish(CancellationError()) }
         exchange = nil
         backlog.removeAll()
+        backlogBytes = 0
         bodyPaused = false
         guard !inputClosed else {
             context.close(promise: nil)

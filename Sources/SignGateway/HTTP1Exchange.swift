@@ -5,6 +5,7 @@ import HummingbirdCore
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTPTypes
+import SignCore
 
 /// A request body that did not all arrive with its head, handed to the request's task as it is
 /// read: the connection stops reading past `highWatermark` chunks and reads on when the task
@@ -26,38 +27,54 @@ enum InboundBody {
         }
     }
 
+    /// The body, read once: SwiftNIO's producer traps on a second reader, so a second read of
+    /// the body (a middleware reading what another already took) fails instead.
+    struct Chunks: AsyncSequence, Sendable {
+        let producer: Producer
+        let taken = NIOLockedValueBox(false)
+
+        func makeAsyncIterator() -> Iterator {
+            let first = taken.withLockedValue { taken in
+                defer { taken = true }
+                return !taken
+            }
+            return Iterator(base: first ? producer.makeAsyncIterator() : nil)
+        }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var base: Producer.AsyncIterator?
+
+            mutating func next() async throws -> ByteBuffer? {
+                guard let base else { throw SignCoreError(.invalidInput, "the request body was read already") }
+                return try await base.next()
+            }
+        }
+    }
+
     static func make(connection: NIOLoopBound<HTTP1Connection>, exchange: NIOLoopBound<HTTP1Connection.Exchange>)
-        -> (source: Source, sequence: Producer) {
+        -> (source: Source, sequence: Chunks) {
         let made = Producer.makeSequence(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8), finishOnDeinit: true,
                                          delegate: Delegate(connection: connection, exchange: exchange))
-        return (made.source, made.sequence)
+        return (made.source, Chunks(producer: made.sequence))
     }
 }
 
 /// Writes a response for the request's task, on the connection's event loop: at once when the
-/// task runs there (signd's tasks do), else by a hop to it. The head waits for the body's first
-/// chunk or its end, so that a whole answer leaves in one write.
+/// task runs there (signd's tasks do), else by a hop to it.
 struct ResponseChannelWriter: ResponseBodyWriter, Sendable {
     let connection: NIOLoopBound<HTTP1Connection>
     let exchange: NIOLoopBound<HTTP1Connection.Exchange>
-    /// The response's head, until it has been written.
-    var head: HTTPResponse?
+
+    func writeHead(_ head: HTTPResponse) async throws {
+        try await perform { connection, exchange in try connection.write(.head(head), for: exchange) }
+    }
 
     mutating func write(_ buffer: ByteBuffer) async throws {
-        let head = self.head
-        self.head = nil
-        try await perform { connection, exchange in
-            if let head { _ = try connection.write(.head(head), for: exchange) }
-            return try connection.write(.body(buffer), for: exchange)
-        }
+        try await perform { connection, exchange in try connection.write(.body(buffer), for: exchange) }
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-        let head = self.head
-        try await perform { connection, exchange in
-            if let head { _ = try connection.write(.head(head), for: exchange) }
-            return try connection.write(.end(trailingHeaders), for: exchange)
-        }
+        try await perform { connection, exchange in try connection.write(.end(trailingHeaders), for: exchange) }
     }
 
     /// After the response's task: a response it did not end closes the connection.
@@ -111,19 +128,3 @@ enum HTTPDate {
     }
 }
 
-/// Runs a request's task on its connection's event loop as a task executor (SE-0417), so that
-/// the nonisolated async functions of the middleware chain run where they are called. SwiftNIO
-/// runs the jobs of the tasks it takes over as the event loop's serial executor instead, and every
-/// nonisolated async function then hops (one turn of the loop) to the generic executor on entry.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: any EventLoop
-
-    init(_ loop: any EventLoop) {
-        self.loop = loop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}

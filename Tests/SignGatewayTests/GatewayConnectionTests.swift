@@ -13,13 +13,13 @@ import Testing
         answer.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
     }
 
-    static func withOffGateway(limit: Int = 1 << 16, _ body: @Sendable (Int, Upstream) async throws -> Void) async throws {
+    static func withOffGateway(limit: Int = 1 << 16, policy: String = "off", _ body: @Sendable (Int, Upstream) async throws -> Void) async throws {
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([GatewayTests.key])
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
-                "policy": ["fallback": "off"], "body": ["mode": "buffered", "limit": limit], "limits": ["idleTimeout": 5]])
+                "policy": ["fallback": policy], "body": ["mode": "buffered", "limit": limit], "limits": ["idleTimeout": 5]])
             try await withGateway(configuration) { port in try await body(port, upstream) }
         }
     }
@@ -93,6 +93,46 @@ import Testing
             let fine = try await rawHTTP(port: port, "GET /fine HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
             #expect(Self.statuses(fine) == [200])
             #expect(upstream.all.map(\.path) == ["/fine"])
+        }
+    }
+
+    /// A body cut short (the client half-closes before its end) on a `monitor` route, where a
+    /// failed read does not stop the request: the next reader of the body is refused, never
+    /// handed a second reader of the stream (SwiftNIO traps on one); nothing is forwarded whole,
+    /// and signd serves on.
+    @Test func aBodyCutShortIsNeverForwardedAndSigndServesOn() async throws {
+        try await Self.withOffGateway(policy: "monitor") { port, upstream in
+            for framing in ["Content-Length: 100", "Transfer-Encoding: chunked"] {
+                let head = "POST /cut HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(framing)\r\n\r\n"
+                let answer = try await rawHTTP(port: port, segments: [head, framing.hasPrefix("Content") ? "abc" : "3\r\nabc\r\n"], halfClose: true)
+                #expect(Self.statuses(answer).allSatisfy { $0 >= 400 }, "\(framing): \(answer.prefix(200))")
+            }
+            #expect(!upstream.all.contains { $0.complete }, "\(upstream.all.map { ($0.path, $0.bodyBytes, $0.complete) })")
+            let fine = try await rawHTTP(port: port, "GET /fine HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n")
+            #expect(Self.statuses(fine) == [200])
+        }
+    }
+
+    /// A client that sends its requests and half-closes gets every answer, then the end.
+    @Test func requestsSentBeforeAHalfCloseAreAllAnswered() async throws {
+        try await Self.withOffGateway { port, upstream in
+            let host = "Host: 127.0.0.1:\(port)\r\n"
+            let answer = try await rawHTTP(port: port, segments: ["GET /a HTTP/1.1\r\n\(host)\r\nGET /b HTTP/1.1\r\n\(host)\r\n"], halfClose: true)
+            #expect(Self.statuses(answer) == [200, 200], "\(answer.prefix(300))")
+            #expect(upstream.all.map(\.path) == ["/a", "/b"])
+        }
+    }
+
+    /// A chunked body whose framing breaks in the first read, before its request's task started:
+    /// answered 400 at once (not left waiting for the idle timeout), and never forwarded.
+    @Test func aBodyWhoseFramingBreaksIsAnswered400AtOnce() async throws {
+        try await Self.withOffGateway { port, upstream in
+            let request = "POST /broken HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZ\r\n"
+            let started = ContinuousClock.now
+            let answer = try await rawHTTP(port: port, request, timeout: .seconds(4))
+            #expect(Self.statuses(answer) == [400], "\(answer.prefix(200))")
+            #expect(ContinuousClock.now - started < .seconds(4))
+            #expect(!upstream.all.contains { $0.complete })
         }
     }
 }

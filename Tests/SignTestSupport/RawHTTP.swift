@@ -7,12 +7,24 @@ import Foundation
 /// is served on a thread of its own: a blocking call on Swift's cooperative pool could starve
 /// the very server under test.
 public func rawHTTP(port: Int, _ request: String, timeout: Duration = .seconds(10)) async throws -> String {
+    try await rawHTTP(port: port, segments: [request], timeout: timeout)
+}
+
+/// The same, sending `segments` one by one with `pause` between them (each may reach the server
+/// in a read of its own), then, with `halfClose`, shutting the socket's sending side as a client
+/// that has sent all it will does; then reads the answer to the end.
+public func rawHTTP(port: Int, segments: [String], pause: Duration = .milliseconds(100), halfClose: Bool = false,
+                    timeout: Duration = .seconds(10)) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try blockingRawHTTP(port: port, request, timeout: timeout) }) }.start()
+        Thread {
+            continuation.resume(with: Result {
+                try blockingRawHTTP(port: port, segments: segments, pause: pause, halfClose: halfClose, timeout: timeout)
+            })
+        }.start()
     }
 }
 
-private func blockingRawHTTP(port: Int, _ request: String, timeout: Duration) throws -> String {
+private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, halfClose: Bool, timeout: Duration) throws -> String {
     #if canImport(Darwin)
     let fd = socket(AF_INET, SOCK_STREAM, 0)
     #else
@@ -30,13 +42,21 @@ private func blockingRawHTTP(port: Int, _ request: String, timeout: Duration) th
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
     guard connected else { throw POSIXError(.ECONNREFUSED) }
-    let bytes = Array(request.utf8)
-    var sent = 0
-    while sent < bytes.count {
-        let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { throw POSIXError(.EPIPE) }
-        sent += n
+    for (index, segment) in segments.enumerated() {
+        if index > 0 { Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds)) }
+        let bytes = Array(segment.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw POSIXError(.EPIPE) }
+            sent += n
+        }
     }
+    #if canImport(Darwin)
+    if halfClose { shutdown(fd, SHUT_WR) }
+    #else
+    if halfClose { shutdown(fd, Int32(SHUT_WR)) }
+    #endif
     var answer: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 16_384)
     while true {
