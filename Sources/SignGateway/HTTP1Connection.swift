@@ -332,9 +332,11 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
                 response = Response(status: .internalServerError)
             }
             if response.headers[.date] == nil { response.headers[.date] = HTTPDate.now() }
+            var bodyWriter = writer
+            bodyWriter.head = response.head
             do {
-                try await writer.writeHead(response.head)
-                try await response.body.write(writer)
+                if response.body.contentLength == nil { try await bodyWriter.writeHead() }
+                try await response.body.write(bodyWriter)
             } catch {}
             await writer.closeUnlessEnded()
         }

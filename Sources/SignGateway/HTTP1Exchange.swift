@@ -60,21 +60,36 @@ enum InboundBody {
 }
 
 /// Writes a response for the request's task, on the connection's event loop: at once when the
-/// task runs there (signd's tasks do), else by a hop to it.
+/// task runs there (signd's tasks do), else by a hop to it. The head of a body of known length
+/// waits for the body (or the end), so that a whole answer leaves in one write; that of a streamed
+/// body goes at once (`writeHead`), before the body's first chunk has arrived.
 struct ResponseChannelWriter: ResponseBodyWriter, Sendable {
     let connection: NIOLoopBound<HTTP1Connection>
     let exchange: NIOLoopBound<HTTP1Connection.Exchange>
+    /// The response's head, until it has been written.
+    var head: HTTPResponse?
 
-    func writeHead(_ head: HTTPResponse) async throws {
+    mutating func writeHead() async throws {
+        guard let head else { return }
+        self.head = nil
         try await perform { connection, exchange in try connection.write(.head(head), for: exchange) }
     }
 
     mutating func write(_ buffer: ByteBuffer) async throws {
-        try await perform { connection, exchange in try connection.write(.body(buffer), for: exchange) }
+        let head = self.head
+        self.head = nil
+        try await perform { connection, exchange in
+            if let head { _ = try connection.write(.head(head), for: exchange) }
+            return try connection.write(.body(buffer), for: exchange)
+        }
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-        try await perform { connection, exchange in try connection.write(.end(trailingHeaders), for: exchange) }
+        let head = self.head
+        try await perform { connection, exchange in
+            if let head { _ = try connection.write(.head(head), for: exchange) }
+            return try connection.write(.end(trailingHeaders), for: exchange)
+        }
     }
 
     /// After the response's task: a response it did not end closes the connection.
