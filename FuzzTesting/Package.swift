@@ -5,7 +5,7 @@ import PackageDescription
 
 let fuzzers = ["FuzzCanonicalURL", "FuzzCanonicalPaths", "FuzzToken", "FuzzVerify", "FuzzJWK", "FuzzCoveredHeaders", "FuzzBase64", "FuzzEd25519Point"]
 // The HTTP layer's targets: SignHTTP on swift-http-types' requests.
-let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "FuzzReceivedRefusal"]
+let httpFuzzers = ["FuzzReceivedRequest", "FuzzRoutePolicy", "FuzzRetryAfter", "FuzzReceivedRefusal", "FuzzForwardAuth"]
 // The attestation flow's parsers (docs/ATTEST.md).
 let attestFuzzers = ["FuzzChallenge", "FuzzAttestToken", "FuzzAttestRequest", "FuzzDeviceRegistration"]
 // The platforms' attestation parsers (docs/ATTEST.md §9.7-§9.8): SignDevice, with swift-certificates.

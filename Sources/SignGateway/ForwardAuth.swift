@@ -17,28 +17,7 @@ import SignHTTP
 struct ForwardAuthMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
 
-    /// The fields a kind of proxy describes a request with, and how it returns a refusal.
-    struct Style: Sendable {
-        let method: HTTPField.Name
-        let uri: HTTPField.Name
-        /// nginx's `auth_request` passes a 401 or 403 on and turns any other status into a 500:
-        /// every refusal is answered 401, its own status and problem in fields (`ForwardAuthAnswer`).
-        let refusalsAs401: Bool
-
-        static let nginx = Style(method: HTTPField.Name("x-original-method")!, uri: HTTPField.Name("x-original-uri")!, refusalsAs401: true)
-        /// Caddy's `forward_auth` and Traefik's ForwardAuth: a refusal is returned as it is.
-        static let forwarded = Style(method: HTTPField.Name("x-forwarded-method")!, uri: HTTPField.Name("x-forwarded-uri")!, refusalsAs401: false)
-
-        /// The other style's description fields: a request carrying them has them from a client.
-        var foreign: [HTTPField.Name] { self.uri == Self.nginx.uri ? [Self.forwarded.method, Self.forwarded.uri] : [Self.nginx.method, Self.nginx.uri] }
-    }
-
-    static let forwardedHost = HTTPField.Name("x-forwarded-host")!
-    static let forwardedProto = HTTPField.Name("x-forwarded-proto")!
-    /// What the nginx configuration of docs/SIGND.md sends of the original body's framing, as it
-    /// clears the subrequest's own (`proxy_pass_request_body off`).
-    static let originalContentLength = HTTPField.Name("x-original-content-length")!
-    static let originalTransferEncoding = HTTPField.Name("x-original-transfer-encoding")!
+    typealias Style = ForwardAuthDescription.Style
 
     let path: String
     let style: Style
@@ -69,51 +48,23 @@ struct ForwardAuthMiddleware: RouterMiddleware {
         return await ForwardAuthAnswer.answer(try await next(described, context), style: style)
     }
 
-    /// The request the proxy describes: its method, target and host from the proxy's fields, its
-    /// other fields as the client sent them, and no body.
+    /// The request the proxy describes (`ForwardAuthDescription`), its body class checked
+    /// against its route, and never one of signd's own endpoints.
     func describedRequest(_ request: Request) throws(SignCoreError) -> Request {
-        let fields = request.headers
-        func single(_ name: HTTPField.Name) throws(SignCoreError) -> String? {
-            let values = fields[values: name]
-            guard values.count <= 1 else { throw SignCoreError(.invalidHeader, "forward auth: the proxy's \(name.canonicalName) appears more than once") }
-            return values.first
+        let description = try ForwardAuthDescription.describe(request.headers, style: style, scheme: origin.scheme) {
+            refusedFields.contains(GatewayFields.spelling($0))
         }
-        // The fields of another kind of proxy come from the client (the proxy sets its own only).
-        if let foreign = style.foreign.first(where: { fields[$0] != nil }) {
-            throw SignCoreError(.invalidHeader, "forward auth: the request carries \(foreign.canonicalName), which this proxy does not send")
-        }
-        guard let methodText = try single(style.method), let uri = try single(style.uri), let host = try single(Self.forwardedHost) else {
-            throw SignCoreError(.invalidInput, "forward auth: the proxy sent no \(style.method.canonicalName), \(style.uri.canonicalName) or x-forwarded-host")
-        }
-        guard let method = HTTPRequest.Method(methodText), let signed = try? RequestMethod(token: methodText) else {
-            throw SignCoreError(.unsupportedMethod, "forward auth: the proxy's method is not a method")
-        }
-        // The scheme signd verifies is its configured one: a proxy that received the request
-        // over another has received a request signed for another origin, or a downgrade.
-        guard let proto = try single(Self.forwardedProto) else {
-            throw SignCoreError(.invalidInput, "forward auth: the proxy sent no x-forwarded-proto")
-        }
-        guard proto.lowercased() == origin.scheme else {
-            throw SignCoreError(.invalidURL, "forward auth: the request came over \(proto == "http" ? "http" : "another scheme"), signd verifies \(origin.scheme) requests")
-        }
-        if fields.contains(where: { refusedFields.contains(GatewayFields.spelling($0.name)) }) {
-            throw SignCoreError(.invalidHeader, "forward auth: the request carries an identity field or a method or URL override, which would reach the upstream")
-        }
-        let removed: Set<HTTPField.Name> = [style.method, style.uri, Self.forwardedHost, Self.forwardedProto, Self.originalContentLength,
-                                            Self.originalTransferEncoding, .contentLength, .transferEncoding, ReceivedRequest.hostField]
-        let head = HTTPRequest(method: method, scheme: nil, authority: host, path: uri,
-                               headerFields: HTTPFields(fields.filter { !removed.contains($0.name) }))
-        let described = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
+        let described = Request(head: description.head, body: RequestBody(buffer: ByteBuffer()))
         let target = described.uri.path
         guard !ownPaths.contains(where: { target == $0 || target.hasPrefix($0 + "/") }) else {
             throw SignCoreError(.invalidURL, "forward auth: signd's own endpoints are answered by signd, not authorized for a proxy")
         }
         // No body reaches forward auth: a request that has one cannot have it checked here, unless
         // its route checks nothing (decided on the path as `RouteMiddleware` will read it).
-        // (An empty field is none: a proxy fills it from a field the request may not have.)
-        let framing = [Self.originalContentLength, .contentLength, Self.originalTransferEncoding, .transferEncoding].flatMap { fields[values: $0] }
-        let hasBody = framing.contains { !["", "0"].contains($0.trimmingCharacters(in: .whitespaces)) }
-        if signed.contentClass == .url ? hasBody : routes.policy.decision(method: method, path: target).signature != .off {
+        let checked = description.method.contentClass == .url
+            ? description.announcesBody
+            : routes.policy.decision(method: description.head.method, path: target).signature != .off
+        if checked {
             throw SignCoreError(.unexpectedBody, "forward auth sees no request body: send requests with one through signd's proxy")
         }
         return described
