@@ -98,7 +98,10 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
 
         init(head: HTTPRequest) {
             reading = .head(head, nil)
+            // After an upgrade or a CONNECT, SwiftNIO's decoder stops parsing: nothing after it
+            // could be read as a request (signd upgrades nothing).
             closeAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
+                || head.headerFields[.upgrade] != nil || head.method == .connect
         }
     }
 
@@ -113,13 +116,23 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private var heldRead = false
     private var bodyPaused = false
     private var inputClosed = false
-    /// The connection is closing: its output is shut, what the client still sends is dropped.
-    private var lingering: Scheduled<Void>?
+    /// The decoder failed on a request after the one being answered: that one is answered, then
+    /// those complete before the failure, then a 400, and the connection closes.
+    private var parseFailed = false
+    /// The connection is closing: its output is shut (or about to be), what the client still
+    /// sends is dropped until `lingerTimer` closes it.
+    private var closing = false
+    /// The closing connection's last answer has gone and its output is shut.
+    private var answerGone = false
+    private var lingerTimer: Scheduled<Void>?
     private var flushScheduled = false
     private var writableWaiters: [EventLoopPromise<Void>] = []
     /// How long a closing connection reads what the client still sends (a body nobody took),
     /// so that closing it does not reset the response the client has not read yet (RFC 9112 §9.6).
     private static let lingerTime = TimeAmount.seconds(5)
+    /// The most a closing connection is kept, its answer gone or not (a client that sends and
+    /// never reads), as nginx's `lingering_time`.
+    private static let closingTime = TimeAmount.seconds(30)
     /// The most held for later requests before the connection stops reading: parts, body bytes.
     private static let backlogLimit = (parts: 64, bytes: 64 << 10)
 
@@ -133,17 +146,18 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        connectionClosed()
         self.context = nil
     }
 
     // MARK: Reading
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard lingering == nil else { return }
+        guard !closing else { return }
         let part = unwrapInboundIn(data)
         if exchange?.requestRead == true || !backlog.isEmpty {
             backlog.append(part)
-            if case .body(let chunk) = part { backlogBytes += chunk.readableBytes }
+            backlogBytes += Self.size(of: part)
             return
         }
         receive(part, context: context)
@@ -198,8 +212,17 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         start(head, body: RequestBody(asyncSequence: body.sequence), context: context)
     }
 
+    /// The bytes a part held in the backlog stands for (a head's target and fields, a chunk).
+    private static func size(of part: HTTPRequestPart) -> Int {
+        switch part {
+        case .head(let head): head.headerFields.reduce((head.path ?? "").utf8.count) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count }
+        case .body(let chunk): chunk.readableBytes
+        case .end: 0
+        }
+    }
+
     private var readsHeld: Bool {
-        lingering == nil && (bodyPaused || backlog.count >= Self.backlogLimit.parts || backlogBytes >= Self.backlogLimit.bytes)
+        !closing && (bodyPaused || backlog.count >= Self.backlogLimit.parts || backlogBytes >= Self.backlogLimit.bytes)
     }
 
     func read(context: ChannelHandlerContext) {
@@ -238,8 +261,12 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         inputClosed = true
-        guard lingering == nil, let exchange else {
-            context.close(promise: nil)
+        if closing {
+            if answerGone { context.close(promise: nil) }  // else once it has gone (`closeAfterAnswer`)
+            return
+        }
+        guard let exchange else {
+            closeWhenWritten(context: context)
             return
         }
         // A request read whole is answered, and so are those held after it; one cut short ends
@@ -260,40 +287,69 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A closing connection's decoder reports what it drops.
-        guard lingering == nil else { return }
+        // A closing connection's decoder reports what it drops, and so does a failed one.
+        guard !closing, !parseFailed else { return }
         guard error is HTTPParserError else {
             context.close(promise: nil)
             return
         }
+        parseFailed = true
         guard let exchange, exchange.task != nil else {
-            // Nothing is being answered: the request that could not be read is answered 400 here
-            // (as Hummingbird did), and the connection closes.
-            let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            closeAfterAnswer(context: context)
+            answerUnreadable(context: context)
             return
         }
-        // The request being answered (its body cut short) or a later one: answered, then closed.
-        exchange.closeAfterResponse = true
-        if case .streaming(let source) = exchange.reading { source.finish(error) }
-        backlog.removeAll()
-        backlogBytes = 0
+        switch exchange.reading {
+        case .ended:
+            // A later request's: the complete ones before it are answered first; what was read
+            // of it is dropped, and it is answered 400 once they have been (`endIfAnswered`).
+            while let last = backlog.last, !Self.isEnd(last) {
+                backlogBytes -= Self.size(of: last)
+                backlog.removeLast()
+            }
+        case .streaming(let source):
+            // This request's body: it ends in that error, and the connection after the answer.
+            exchange.closeAfterResponse = true
+            source.finish(error)
+        case .head, .dropping:
+            exchange.closeAfterResponse = true
+        }
         endIfAnswered(context: context)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        lingering?.cancel()
+    private static func isEnd(_ part: HTTPRequestPart) -> Bool {
+        if case .end = part { true } else { false }
+    }
+
+    /// A request that could not be read, and nothing being answered: 400 (as Hummingbird
+    /// answered), then the connection closes.
+    private func answerUnreadable(context: ChannelHandlerContext) {
+        let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        closeAfterAnswer(context: context)
+    }
+
+    /// The connection is gone (`handlerRemoved`: Hummingbird's state handler before this one does
+    /// not pass `channelInactive` on): a body being read ends in error, the request's task is
+    /// cancelled (nobody is left to answer: the upstream exchange stops too), and a write waiting
+    /// for the client to read fails.
+    private func connectionClosed() {
+        lingerTimer?.cancel()
+        lingerTimer = nil
         if let exchange {
             if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
-            exchange.task?.cancel()  // nobody is left to answer: the upstream exchange stops too
+            exchange.task?.cancel()
         }
         exchange = nil
         backlog.removeAll()
+        backlogBytes = 0
         let waiters = writableWaiters
         writableWaiters = []
         for waiter in waiters { waiter.fail(ChannelError.ioOnClosedChannel) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connectionClosed()
         context.fireChannelInactive()
     }
 
@@ -349,10 +405,14 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             throw ChannelError.ioOnClosedChannel
         }
         switch part {
-        case .head(let head):
+        case .head(var head):
             guard !exchange.headWritten else { throw ChannelError.inappropriateOperationForState }
             exchange.headWritten = true
             if head.headerFields[.connection]?.lowercased() == "close" { exchange.closeAfterResponse = true }
+            // A connection signd closes after this answer says so.
+            if exchange.closeAfterResponse, head.status.kind != .informational { head.headerFields[.connection] = "close" }
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            return scheduleFlush(context: context)
         case .body, .end:
             guard exchange.headWritten else { throw ChannelError.inappropriateOperationForState }
         }
@@ -364,8 +424,13 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             endIfAnswered(context: context)
             return nil
         }
-        // Flushed once this turn of the event loop is over: a body written whole by the same
-        // task step goes out with its head and end in one write.
+        return scheduleFlush(context: context)
+    }
+
+    /// Flushed once this turn of the event loop is over: a body written whole by the same task
+    /// step goes out with its head and end in one write. Returns a future when the client must
+    /// read before more is written.
+    private func scheduleFlush(context: ChannelHandlerContext) -> EventLoopFuture<Void>? {
         if !flushScheduled {
             flushScheduled = true
             context.eventLoop.assumeIsolated().execute { [self] in
@@ -409,13 +474,17 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         case .ended:
             self.exchange = nil
             while let part = backlog.popFirst() {
-                if case .body(let chunk) = part { backlogBytes -= chunk.readableBytes }
+                backlogBytes -= Self.size(of: part)
                 receive(part, context: context)
                 if self.exchange?.requestRead == true { break }
             }
             startStreamingIfWaiting(context: context)
+            if self.exchange == nil && parseFailed {
+                answerUnreadable(context: context)
+                return
+            }
             if self.exchange == nil && inputClosed {
-                context.close(promise: nil)
+                closeWhenWritten(context: context)
                 return
             }
             releaseHeldRead(context: context)
@@ -445,17 +514,40 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         backlogBytes = 0
         bodyPaused = false
         guard !inputClosed else {
-            context.close(promise: nil)
+            closeWhenWritten(context: context)
             return
         }
+        guard !closing else { return }
+        // The linger starts once the answer has gone (SwiftNIO shuts the output after the
+        // writes queued before it); `closingTime` bounds a client that never reads it.
+        closing = true
         let channel = context.channel
-        lingering = context.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        lingerTimer = context.eventLoop.scheduleTask(in: Self.closingTime) { channel.close(promise: nil) }
         let shut = context.eventLoop.makePromise(of: Void.self)
-        shut.futureResult.whenFailure { _ in channel.close(promise: nil) }  // a TLS stream may not half-close
+        shut.futureResult.assumeIsolated().whenComplete { [self] result in
+            // A TLS stream may not half-close; a client that has closed too needs no linger.
+            guard case .success = result, !inputClosed else {
+                channel.close(promise: nil)
+                return
+            }
+            answerGone = true
+            lingerTimer?.cancel()
+            lingerTimer = channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        }
         context.close(mode: .output, promise: shut)
         if heldRead {
             heldRead = false
             context.read()
         }
+    }
+
+    /// Closes the connection once what was written has gone (a full close would drop it).
+    private func closeWhenWritten(context: ChannelHandlerContext) {
+        guard !closing else { return }
+        closing = true
+        let channel = context.channel
+        let shut = context.eventLoop.makePromise(of: Void.self)
+        shut.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        context.close(mode: .output, promise: shut)
     }
 }

@@ -37,10 +37,11 @@ struct RequestTargetMiddleware: RouterMiddleware {
         return response
     }
 
-    /// Ends the connection's inbound stream, so that the server closes the connection after the
-    /// response instead of reading (draining) the rest of a body nobody will take: a read of it
-    /// that is cancelled finishes the stream (SwiftNIO's async sequence producer), as when an
-    /// upstream answers early (`UpstreamBody.finish`). Only for a body nothing has read yet.
+    /// Lets go of a body nobody will take, as when an upstream answers early
+    /// (`UpstreamBody.finish`): a read of it that is cancelled ends it (SwiftNIO's async sequence
+    /// producer). The answer's `Connection: close` then makes signd's connection handler close
+    /// after it (lingering) instead of reading the rest as requests. Only for a body nothing has
+    /// read yet.
     static func stopReading(_ body: RequestBody) async {
         let reader = Task { for try await _ in body {} }
         reader.cancel()

@@ -88,6 +88,21 @@ final class Upstream: Sendable {
             if request.uri.path == "/own428" {
                 return Response(status: .preconditionRequired, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "If-Match")))
             }
+            // 64 MiB answered in 64 KiB chunks; recorded when the answer ends, with the bytes
+            // written and whether all were (a client gone stops it only if signd lets go).
+            if request.uri.path == "/huge" {
+                let upstream = self.upstream
+                let chunk = ByteBuffer(repeating: UInt8(ascii: "h"), count: 64 << 10)
+                return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody(contentLength: 1024 * chunk.readableBytes) { writer in
+                    var sent = 0
+                    defer { upstream.records.withLock { $0.append(Record(path: "/huge", bodyBytes: sent, complete: sent == 1024 * chunk.readableBytes)) } }
+                    for _ in 0..<1024 {
+                        try await writer.write(chunk)
+                        sent += chunk.readableBytes
+                    }
+                    try await writer.finish(nil)
+                })
+            }
             if request.uri.path == "/slow" {
                 try await Task.sleep(for: .seconds(3))
             }

@@ -13,18 +13,21 @@ public func rawHTTP(port: Int, _ request: String, timeout: Duration = .seconds(1
 /// The same, sending `segments` one by one with `pause` between them (each may reach the server
 /// in a read of its own), then, with `halfClose`, shutting the socket's sending side as a client
 /// that has sent all it will does; then reads the answer to the end.
+/// With `readLimit`, stops reading once it has that many bytes and closes the connection: a
+/// client that goes away in the middle of an answer.
 public func rawHTTP(port: Int, segments: [String], pause: Duration = .milliseconds(100), halfClose: Bool = false,
-                    timeout: Duration = .seconds(10)) async throws -> String {
+                    readLimit: Int = .max, timeout: Duration = .seconds(10)) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
         Thread {
             continuation.resume(with: Result {
-                try blockingRawHTTP(port: port, segments: segments, pause: pause, halfClose: halfClose, timeout: timeout)
+                try blockingRawHTTP(port: port, segments: segments, pause: pause, halfClose: halfClose, readLimit: readLimit, timeout: timeout)
             })
         }.start()
     }
 }
 
-private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, halfClose: Bool, timeout: Duration) throws -> String {
+private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, halfClose: Bool, readLimit: Int,
+                             timeout: Duration) throws -> String {
     #if canImport(Darwin)
     let fd = socket(AF_INET, SOCK_STREAM, 0)
     #else
@@ -42,12 +45,17 @@ private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, hal
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
     guard connected else { throw POSIXError(.ECONNREFUSED) }
+    #if canImport(Darwin)
+    let noSignal: Int32 = 0
+    #else
+    let noSignal = Int32(MSG_NOSIGNAL)  // a server that closes early fails this request, not the process
+    #endif
     for (index, segment) in segments.enumerated() {
         if index > 0 { Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds)) }
         let bytes = Array(segment.utf8)
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, noSignal) }
             guard n > 0 else { throw POSIXError(.EPIPE) }
             sent += n
         }
@@ -59,7 +67,7 @@ private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, hal
     #endif
     var answer: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 16_384)
-    while true {
+    while answer.count < readLimit {
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n <= 0 { break }
         answer += buffer[..<n]

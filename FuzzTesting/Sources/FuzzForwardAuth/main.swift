@@ -33,12 +33,20 @@ public func fuzzForwardAuth(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     }
     let refused = { (name: HTTPField.Name) in refusedSpellings.contains(spelling(name)) }
     let host = ForwardAuthDescription.forwardedHost, proto = ForwardAuthDescription.forwardedProto
+    // What must be accepted: each description field once, none of the other proxy's, no refused
+    // field, the origin's scheme, and a method.
+    let once = [style.method, style.uri, host, proto].allSatisfy { fields[values: $0].count == 1 }
+    let valid = once && !style.foreign.contains { fields[$0] != nil } && !fields.contains { refused($0.name) }
+        && fields[proto]?.lowercased() == scheme
+        && fields[style.method].map { HTTPRequest.Method($0) != nil && (try? RequestMethod(token: $0)) != nil } == true
     let described: ForwardAuthDescription.Described
     do {
         described = try ForwardAuthDescription.describe(fields, style: style, scheme: scheme, refused: refused)
     } catch {
+        if valid { Fuzz.broken("a valid description refused: \(error.detail)") }
         return 0
     }
+    guard valid else { Fuzz.broken("an invalid description accepted") }
     for name in [style.method, style.uri, host, proto] where fields[values: name].count != 1 {
         Fuzz.broken("accepted with \(name.canonicalName) given \(fields[values: name].count) times")
     }
@@ -56,7 +64,7 @@ public func fuzzForwardAuth(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
                                      ForwardAuthDescription.originalTransferEncoding, .contentLength, .transferEncoding, HTTPField.Name("host")!]
     if let kept = head.headerFields.first(where: { removed.contains($0.name) }) { Fuzz.broken("\(kept.name.canonicalName) kept") }
     let expected = fields.filter { !removed.contains($0.name) }
-    guard head.headerFields == expected else { Fuzz.broken("the other fields changed on the way") }
+    guard Array(head.headerFields) == Array(expected) else { Fuzz.broken("the other fields changed on the way") }
     let framing = [ForwardAuthDescription.originalContentLength, .contentLength, ForwardAuthDescription.originalTransferEncoding, .transferEncoding]
     var values: [String] = []
     for name in framing { values += fields[values: name] }
