@@ -109,7 +109,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private let logger: Logger
     private var context: ChannelHandlerContext?
     private var exchange: Exchange?
-    /// Parts read past the request being answered (a pipelining client), and their body bytes.
+    /// Parts read past the request being answered (a pipelining client), and their bytes.
     private var backlog = CircularBuffer<HTTPRequestPart>()
     private var backlogBytes = 0
     /// A read the pipeline asked for, held while the body's reader is full or the backlog is long.
@@ -133,7 +133,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// The most a closing connection is kept, its answer gone or not (a client that sends and
     /// never reads), as nginx's `lingering_time`.
     private static let closingTime = TimeAmount.seconds(30)
-    /// The most held for later requests before the connection stops reading: parts, body bytes.
+    /// The most held for later requests before the connection stops reading: parts, bytes.
     private static let backlogLimit = (parts: 64, bytes: 64 << 10)
 
     init(responder: RouterResponder<GatewayRequestContext>, logger: Logger) {
