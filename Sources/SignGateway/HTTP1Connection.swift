@@ -7,11 +7,11 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
-/// signd's HTTP/1.1 connections (plain, or under `TLSChannel`), served from a channel handler on
-/// the connection's event loop: one task per request runs signd's middleware chain, and its answer
-/// is written straight to the channel. Hummingbird's own HTTP/1.1 channel reads and writes through
-/// a task per connection and SwiftNIO's async channel, which cost more than signd's whole proxying
-/// did (docs/SIGND.md, "How a request is proxied"). The pipeline is the one Hummingbird builds:
+/// signd's HTTP/1.1 connections (plain, or under `TLSChannel` when `tls.http2` is off), served
+/// from a channel handler on the connection's event loop: one task per request runs signd's
+/// middleware chain, and its answer is written straight to the channel. Hummingbird's own
+/// HTTP/1.1 channel reads and writes through a task per connection and SwiftNIO's async channel;
+/// this handler raised every row of the gateway benchmark (docs/SIGND.md, "The gateway benchmark"). The pipeline is the one Hummingbird builds:
 /// SwiftNIO's HTTP/1.1 codec with signd's decoder limits, the HTTPTypes conversion, signd's extra
 /// handlers and Hummingbird's idle-timeout and graceful-shutdown handler.
 struct GatewayHTTP1Channel: ServerChildChannel {

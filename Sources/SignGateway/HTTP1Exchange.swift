@@ -8,8 +8,8 @@ import NIOHTTPTypes
 import SignCore
 
 /// A request body that did not all arrive with its head, handed to the request's task as it is
-/// read: the connection stops reading past `highWatermark` chunks and reads on when the task
-/// has taken all but `lowWatermark` (SwiftNIO's async sequence producer).
+/// read: the connection stops reading past 8 chunks held and reads on once the task has taken
+/// them down to 2 (SwiftNIO's async sequence producer, high and low watermarks).
 enum InboundBody {
     typealias Producer = NIOThrowingAsyncSequenceProducer<ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, Delegate>
     typealias Source = Producer.Source
