@@ -1,4 +1,4 @@
-
+import NIOConcurrencyHelpers
 import Prometheus
 
 /// signd's metrics, in one Prometheus registry of its own (no process-wide bootstrap, so several
@@ -21,6 +21,8 @@ final class GatewayMetrics: Sendable {
     let storeUp: Prometheus.Gauge
     let upstreamUp: Prometheus.Gauge
     let keyReloadFailures: Prometheus.Counter
+    let requests: CounterFamily<Int>
+    let upstreamResponses: CounterFamily<String>
 
     /// Latency buckets from 100 µs to 30 s.
     static let buckets: [Duration] = [.microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
@@ -42,6 +44,13 @@ final class GatewayMetrics: Sendable {
         storeUp = registry.makeGauge(descriptor: Self.named("signd_store_up", "1 when the replay store answered at the last check"))
         upstreamUp = registry.makeGauge(descriptor: Self.named("signd_upstream_up", "1 when the upstream accepted a connection at the last check"))
         keyReloadFailures = registry.makeCounter(descriptor: Self.named("signd_key_reload_failures_total", "Key file changes that failed to load"))
+        requests = CounterFamily { [registry] status in
+            registry.makeCounter(descriptor: Self.named("signd_requests_total", "Requests answered, by status"), labels: [("status", String(status))])
+        }
+        upstreamResponses = CounterFamily { [registry] status in
+            registry.makeCounter(descriptor: Self.named("signd_upstream_responses_total", "Upstream answers, by status, or failed and timeout"),
+                                 labels: [("status", status)])
+        }
     }
 
     /// A metric's full name and help text (no unit appended: the names carry theirs).
@@ -50,14 +59,34 @@ final class GatewayMetrics: Sendable {
     }
 
     func request(status: Int, elapsed: Duration) {
-        registry.makeCounter(descriptor: Self.named("signd_requests_total", "Requests answered, by status"), labels: [("status", String(status))]).increment()
+        requests.increment(status)
         requestDuration.record(elapsed)
     }
 
     /// `status` is the upstream's status code, `failed` or `timeout`.
     func upstream(_ status: String, elapsed: Duration) {
-        registry.makeCounter(descriptor: Self.named("signd_upstream_responses_total", "Upstream answers, by status, or failed and timeout"),
-                             labels: [("status", status)]).increment()
+        upstreamResponses.increment(status)
         upstreamDuration.record(elapsed)
+    }
+}
+
+/// The counters of one labelled family, each made on its label's first use and kept: the
+/// registry's own lookup checks the name and help text again on every call, a few microseconds
+/// a request (the label values are status codes and a few words, so the family stays small).
+final class CounterFamily<Label: Hashable & Sendable>: Sendable {
+    private let counters = NIOLockedValueBox<[Label: Prometheus.Counter]>([:])
+    private let make: @Sendable (Label) -> Prometheus.Counter
+
+    init(make: @escaping @Sendable (Label) -> Prometheus.Counter) {
+        self.make = make
+    }
+
+    func increment(_ label: Label) {
+        counters.withLockedValue { counters in
+            if let counter = counters[label] { return counter }
+            let counter = make(label)
+            counters[label] = counter
+            return counter
+        }.increment()
     }
 }

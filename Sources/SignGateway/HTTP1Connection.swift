@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import SignCore
 
 /// signd's HTTP/1.1 connections (plain, or under `TLSChannel` when `tls.http2` is off), served
 /// from a channel handler on the connection's event loop: one task per request runs signd's
@@ -21,6 +22,7 @@ struct GatewayHTTP1Channel: ServerChildChannel {
 
     let responder: RouterResponder<GatewayRequestContext>
     let configuration: HTTP1Channel.Configuration
+    let bodyRate: HTTP1Connection.BodyRate
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -35,7 +37,7 @@ struct GatewayHTTP1Channel: ServerChildChannel {
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try pipeline.addHandlers(configuration.additionalChannelHandlers())
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: configuration.idleTimeout.map { .init($0) }, logger: logger))
-            try pipeline.addHandler(HTTP1Connection(responder: responder, logger: logger))
+            try pipeline.addHandler(HTTP1Connection(responder: responder, bodyRate: bodyRate, logger: logger))
             return Value(channel: channel)
         }
     }
@@ -91,6 +93,11 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         /// or the request cannot be read to its end.
         var closeAfterResponse = false
         var task: Task<Void, Never>?
+        /// The body's bytes read so far, and the time spent reading them: reading stops counting
+        /// while the body's reader is full (signd, not the client, is slow then).
+        var bodyBytes = 0
+        var readingTime = TimeAmount.zero
+        var readingSince: NIODeadline? = .now()
 
         var requestRead: Bool {
             if case .ended = reading { true } else { false }
@@ -105,7 +112,18 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// The least a request body must average while signd reads it (`limits.minBodyRate`): a
+    /// body sent a byte at a time completes a part every time, and the idle timeout alone would
+    /// keep its connection (and an upstream connection) forever. As Kestrel's minimum data rate,
+    /// checked once a second after a grace period, over the time signd was reading.
+    struct BodyRate: Sendable {
+        /// Bytes a second; 0 turns the check off.
+        var minimum: Int
+        var grace: TimeAmount
+    }
+
     private let responder: RouterResponder<GatewayRequestContext>
+    private let bodyRate: BodyRate
     private let logger: Logger
     private var context: ChannelHandlerContext?
     private var exchange: Exchange?
@@ -114,7 +132,19 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private var backlogBytes = 0
     /// A read the pipeline asked for, held while the body's reader is full or the backlog is long.
     private var heldRead = false
-    private var bodyPaused = false
+    /// The body's reader is full: reading stops, and so does the body's clock.
+    private var bodyPaused = false {
+        didSet {
+            guard bodyPaused != oldValue, let exchange else { return }
+            if bodyPaused {
+                if let since = exchange.readingSince { exchange.readingTime = exchange.readingTime + (.now() - since) }
+                exchange.readingSince = nil
+            } else if exchange.readingSince == nil {
+                exchange.readingSince = .now()
+            }
+        }
+    }
+    private var bodyRateTimer: Scheduled<Void>?
     private var inputClosed = false
     /// The decoder failed on a request after the one being answered: that one is answered, then
     /// those complete before the failure, then a 400, and the connection closes.
@@ -136,8 +166,9 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// The most held for later requests before the connection stops reading: parts, bytes.
     private static let backlogLimit = (parts: 64, bytes: 64 << 10)
 
-    init(responder: RouterResponder<GatewayRequestContext>, logger: Logger) {
+    init(responder: RouterResponder<GatewayRequestContext>, bodyRate: BodyRate, logger: Logger) {
         self.responder = responder
+        self.bodyRate = bodyRate
         self.logger = logger
     }
 
@@ -172,9 +203,11 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         case (.head(let head), nil):
             exchange = Exchange(head: head)
         case (.body(let chunk), .head(let head, var collected)?):
+            exchange?.bodyBytes += chunk.readableBytes
             if collected == nil { collected = chunk } else { collected?.writeImmutableBuffer(chunk) }
             exchange?.reading = .head(head, collected)
         case (.body(let chunk), .streaming(let source)?):
+            exchange?.bodyBytes += chunk.readableBytes
             switch source.yield(chunk) {
             case .produceMore: break
             case .stopProducing: bodyPaused = true
@@ -182,8 +215,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
                 exchange?.reading = .dropping
                 bodyPaused = false
             }
-        case (.body, .dropping?):
-            break
+        case (.body(let chunk), .dropping?):
+            exchange?.bodyBytes += chunk.readableBytes
         case (.end, .head(let head, let collected)?):
             exchange?.reading = .ended
             start(head, body: RequestBody(buffer: collected ?? ByteBuffer()), context: context)
@@ -207,6 +240,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         let body = InboundBody.make(connection: NIOLoopBound(self, eventLoop: context.eventLoop),
                                     exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))
         exchange.reading = .streaming(body.source)
+        scheduleBodyRateCheck(context: context)
         if let collected, body.source.yield(collected) == .stopProducing { bodyPaused = true }
         if inputClosed { body.source.finish(ChannelError.eof) }
         start(head, body: RequestBody(asyncSequence: body.sequence), context: context)
@@ -336,6 +370,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private func connectionClosed() {
         lingerTimer?.cancel()
         lingerTimer = nil
+        bodyRateTimer?.cancel()
+        bodyRateTimer = nil
         if let exchange {
             if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
             exchange.task?.cancel()
@@ -364,6 +400,53 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         }
         exchange.closeAfterResponse = true
         endIfAnswered(context: context)
+    }
+
+    /// Checks the body's rate a second from now, and every second while it is read.
+    private func scheduleBodyRateCheck(context: ChannelHandlerContext) {
+        guard bodyRate.minimum > 0, bodyRateTimer == nil else { return }
+        bodyRateTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) { [self] in
+            bodyRateTimer = nil
+            checkBodyRate()
+        }
+    }
+
+    private func checkBodyRate() {
+        guard let context, let exchange, !closing else { return }
+        switch exchange.reading {
+        case .streaming, .dropping: break
+        case .head, .ended: return
+        }
+        var reading = exchange.readingTime
+        if let since = exchange.readingSince { reading = reading + (.now() - since) }
+        let seconds = Double(reading.nanoseconds) / 1e9
+        guard reading > bodyRate.grace, Double(exchange.bodyBytes) < Double(bodyRate.minimum) * seconds else {
+            scheduleBodyRateCheck(context: context)
+            return
+        }
+        logger.info("request body too slow", metadata: ["signd.bytes": "\(exchange.bodyBytes)", "signd.seconds": "\(Int(seconds))"])
+        bodyTooSlow(exchange, context: context)
+    }
+
+    /// A body slower than `limits.minBodyRate`: its request's task is cancelled (and with it the
+    /// upstream exchange), the client gets 408 if nothing of the answer has gone yet, and the
+    /// connection closes.
+    private func bodyTooSlow(_ exchange: Exchange, context: ChannelHandlerContext) {
+        if case .streaming(let source) = exchange.reading {
+            source.finish(SignCoreError(.invalidInput, "the request body came slower than limits.minBodyRate"))
+        }
+        exchange.reading = .dropping
+        exchange.task?.cancel()
+        guard !exchange.headWritten else {
+            context.close(promise: nil)
+            return
+        }
+        exchange.headWritten = true
+        exchange.responseEnded = true
+        let head = HTTPResponse(status: .requestTimeout, headerFields: [.connection: "close", .contentLength: "0", .date: HTTPDate.now()])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        closeAfterAnswer(context: context)
     }
 
     // MARK: Answering

@@ -196,21 +196,73 @@ extension Gateway {
     static func server(_ http1: HTTP1Channel.Configuration, responder: RouterResponder<GatewayRequestContext>,
                        tls: GatewayConfiguration.TLS?, certificate: ServerCertificate?,
                        limits: GatewayConfiguration.Limits) -> HTTPServerBuilder {
-        let plain = GatewayHTTP1Channel(responder: responder, configuration: http1)
+        let plain = GatewayHTTP1Channel(responder: responder, configuration: http1,
+                                        bodyRate: .init(minimum: limits.minBodyRate, grace: .seconds(limits.bodyRateGrace)))
         guard let tls, let certificate else { return HTTPServerBuilder { _ in plain } }
         let handshake = TimeAmount.seconds(limits.idleTimeout)
-        let configuration = certificate.configuration(http2: tls.http2)
         return HTTPServerBuilder { responder in
+            var http2: HTTP2Channel?
             if tls.http2 {
                 // A connection with no open stream is sent GOAWAY after the idle timeout, and closed
                 // one timeout later whether or not the client answers (`HandshakeDeadline`).
-                var http2 = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: http1)
-                http2.gracefulCloseTimeout = .seconds(limits.idleTimeout)
-                return HandshakeDeadlineChannel(base: try HTTP2UpgradeChannel(tlsConfiguration: configuration, configuration: http2, responder: responder),
-                                                timeout: handshake)
+                var configuration = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: http1)
+                configuration.gracefulCloseTimeout = .seconds(limits.idleTimeout)
+                http2 = HTTP2Channel(responder: responder, configuration: configuration)
             }
-            return HandshakeDeadlineChannel(base: try TLSChannel(plain, tlsConfiguration: configuration),
-                                            timeout: handshake)
+            let context = try NIOSSLContext(configuration: certificate.configuration(http2: tls.http2))
+            return HandshakeDeadlineChannel(base: GatewayTLSChannel(context: context, http1: plain, http2: http2), timeout: handshake)
+        }
+    }
+
+}
+
+/// A TLS connection: HTTP/1.1 (negotiated by ALPN, or none negotiated) served by signd's own
+/// connection handler, as on a plain listener; HTTP/2, when offered, by Hummingbird's.
+struct GatewayTLSChannel: ServerChildChannel {
+    enum Negotiated: Sendable {
+        case http1(GatewayHTTP1Channel.Value)
+        case http2(HTTP2Channel.Value)
+    }
+
+    struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<Negotiated>
+        let channel: any Channel
+    }
+
+    let context: NIOSSLContext
+    let http1: GatewayHTTP1Channel
+    /// nil when `tls.http2` is off: the context offers `http/1.1` alone.
+    let http2: HTTP2Channel?
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(NIOSSLServerHandler(context: context))
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { [http1, http2] result in
+                switch result {
+                case .negotiated("h2") where http2 != nil:
+                    return http2.map { $0.setup(channel: channel, logger: logger).map(Negotiated.http2) }
+                        ?? channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
+                case .negotiated("http/1.1"), .fallback:
+                    return http1.setup(channel: channel, logger: logger).map(Negotiated.http1)
+                case .negotiated:
+                    // A protocol the context never offered.
+                    return channel.close().flatMapThrowing { throw ChannelError.inappropriateOperationForState }
+                }
+            }
+            try pipeline.addHandler(negotiation)
+            return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.negotiated.get() {
+            case .http1(let connection): await http1.handle(value: connection, logger: logger)
+            case .http2(let connection): await http2?.handle(value: connection, logger: logger)
+            }
+        } catch {
+            logger.debug("TLS connection ended before its protocol was settled", metadata: ["error.type": "\(type(of: error))"])
         }
     }
 }

@@ -13,13 +13,14 @@ import Testing
         answer.components(separatedBy: "HTTP/1.1 ").dropFirst().compactMap { Int($0.prefix(3)) }
     }
 
-    static func withOffGateway(limit: Int = 1 << 16, policy: String = "off", _ body: @Sendable (Int, Upstream) async throws -> Void) async throws {
+    static func withOffGateway(limit: Int = 1 << 16, policy: String = "off", mode: String = "buffered", limits: [String: Int] = [:],
+                               _ body: @Sendable (Int, Upstream) async throws -> Void) async throws {
         let folder = try TemporaryFolder()
         let keys = try folder.writeKeys([GatewayTests.key])
         let upstream = Upstream()
         try await upstream.run { upstreamPort in
             let configuration = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
-                "policy": ["fallback": policy], "body": ["mode": "buffered", "limit": limit], "limits": ["idleTimeout": 5]])
+                "policy": ["fallback": policy], "body": ["mode": mode, "limit": limit], "limits": limits.merging(["idleTimeout": 5]) { a, _ in a }])
             try await withGateway(configuration) { port in try await body(port, upstream) }
         }
     }
@@ -176,6 +177,31 @@ import Testing
             let answer = try await rawHTTP(port: port, requests, timeout: .seconds(30))
             #expect(Self.statuses(answer).count == 301 && Self.statuses(answer).allSatisfy { $0 == 200 }, "\(Self.statuses(answer).count)")
             #expect(upstream.all.map(\.path) == (0..<300).map { "/n/\($0)" } + ["/last"])
+        }
+    }
+
+    /// A body sent a byte at a time completes a part each time, so the idle timeout alone would
+    /// never close it: below `limits.minBodyRate` after the grace, the client gets 408 and the
+    /// connection closes, buffered or streamed, and the upstream never gets a whole request. A
+    /// body above the rate, slower than the grace, is forwarded whole.
+    @Test func aBodyTrickledBelowTheMinimumRateIsAnswered408() async throws {
+        for mode in ["buffered", "streamed"] {
+            try await Self.withOffGateway(mode: mode, limits: ["minBodyRate": 200, "bodyRateGrace": 1]) { port, upstream in
+                let head = "POST /trickle HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 1000\r\n\r\n"
+                let started = ContinuousClock.now
+                let slow = try await rawHTTP(port: port, segments: [head] + Array(repeating: "x", count: 30), timeout: .seconds(8))
+                #expect(Self.statuses(slow) == [408], "\(mode): \(slow.prefix(200))")
+                #expect(slow.lowercased().contains("connection: close"))
+                #expect(ContinuousClock.now - started < .seconds(8))
+                #expect(!upstream.all.contains { $0.complete }, "\(upstream.all.map { ($0.path, $0.bodyBytes, $0.complete) })")
+
+                let fine = String(repeating: "y", count: 100)
+                let steady = try await rawHTTP(port: port, segments: [head.replacingOccurrences(of: "/trickle", with: "/steady")]
+                                                   + Array(repeating: fine, count: 10) + ["GET /next HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"],
+                                               pause: .milliseconds(150))
+                #expect(Self.statuses(steady) == [200, 200], "\(mode): \(steady.prefix(200))")
+                #expect(upstream.all.contains { $0.path == "/steady" && $0.complete && $0.bodyBytes == 1000 })
+            }
         }
     }
 }

@@ -380,9 +380,10 @@ extension GatewayEdgeTests {
     // MARK: TLS and HTTP/2
 
     /// signd terminating TLS for `chain` and `key` in front of `upstream` (`/public/**` unchecked).
-    static func tlsConfiguration(upstream: Int, keys: String, chain: String, key: String, http2: Bool = true, idleTimeout: Int = 30) -> String {
+    static func tlsConfiguration(upstream: Int, keys: String, chain: String, key: String, http2: Bool = true, idleTimeout: Int = 30,
+                                 limits: [String: Int] = [:]) -> String {
         GatewayTests.configuration(upstream: upstream, keys: keys, [
-            "origin": ["scheme": "https"], "limits": ["idleTimeout": idleTimeout],
+            "origin": ["scheme": "https"], "limits": limits.merging(["idleTimeout": idleTimeout]) { a, _ in a },
             "tls": ["certificateChain": chain, "privateKey": key, "http2": http2, "reloadInterval": 1],
             "policy": ["routes": [["route": "/public/**", "signature": "off"]]],
         ])
@@ -494,6 +495,32 @@ extension GatewayEdgeTests {
                 #expect(closed)
                 try? await silent.close()
             }
+        }
+    }
+
+    /// HTTP/1.1 over TLS is served by signd's own connection handler whether or not HTTP/2 is
+    /// offered beside it: a body curl uploads slower than `limits.minBodyRate` is answered 408
+    /// (Hummingbird's HTTP/1.1 would have taken it whole), one sent at full speed is forwarded.
+    @Test func tlsHTTP1BodiesAreHeldToTheMinimumRate() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let body = folder.path + "/body"
+        try Data(repeating: UInt8(ascii: "b"), count: 6000).write(to: URL(fileURLWithPath: body))
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            for http2 in [true, false] {
+                try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, http2: http2,
+                                                            limits: ["minBodyRate": 1000, "bodyRateGrace": 1])) { port in
+                    let upload = ["--http1.1", "--data-binary", "@" + body, "-H", "Content-Type: application/octet-stream"]
+                    let slow = try await Self.curl(port, "/public/slow", authority: authority.certificate, upload + ["--limit-rate", "300"])
+                    #expect(slow == (0, "1.1 408"), "http2 \(http2): \(slow)")
+                    #expect(try await Self.curl(port, "/public/fast", authority: authority.certificate, upload) == (0, "1.1 200"))
+                }
+            }
+            #expect(!upstream.all.contains { $0.path == "/public/slow" && $0.complete })
+            #expect(upstream.all.filter { $0.path == "/public/fast" && $0.complete && $0.bodyBytes == 6000 }.count == 2)
         }
     }
 
