@@ -8,7 +8,7 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import SignCore
 
-/// signd's HTTP/1.1 connections (plain, or under `TLSChannel` when `tls.http2` is off), served
+/// signd's HTTP/1.1 connections (plain, or over TLS: `GatewayTLSChannel`), served
 /// from a channel handler on the connection's event loop: one task per request runs signd's
 /// middleware chain, and its answer is written straight to the channel. Hummingbird's own
 /// HTTP/1.1 channel reads and writes through a task per connection and SwiftNIO's async channel;
