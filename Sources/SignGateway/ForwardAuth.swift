@@ -60,7 +60,7 @@ struct ForwardAuthMiddleware: RouterMiddleware {
             throw SignCoreError(.invalidURL, "forward auth: signd's own endpoints are answered by signd, not authorized for a proxy")
         }
         // No body reaches forward auth: a request that has one cannot have it checked here, unless
-        // its route checks nothing (decided on the path as `RouteMiddleware` will read it).
+        // its route checks nothing (decided on the path as `GatewayRoutes.decide` will read it).
         let checked = description.method.contentClass == .url
             ? description.announcesBody
             : routes.policy.decision(method: description.head.method, path: target).signature != .off

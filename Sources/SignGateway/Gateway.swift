@@ -222,11 +222,11 @@ public final class Gateway: Service {
                                                          refusedFields: GatewayFields.overrides.union(identity.names.map(GatewayFields.spelling)),
                                                          ownPaths: own))
         }
-        router.add(middleware: RouteMiddleware(routes: routes))
-        router.add(middleware: ClientAddressMiddleware(proxies: TrustedProxies(trustedProxies, field: configuration.trustedProxyField)))
-        router.add(middleware: AccessLogMiddleware(metrics: metrics, enabled: configuration.accessLog))
-        router.add(middleware: RequestTargetMiddleware(routes: routes))
-        router.add(middleware: HealthMiddleware(healthPath: configuration.healthPath, readyPath: configuration.readyPath, monitor: monitor))
+        router.add(middleware: EntryMiddleware(routes: routes, proxies: TrustedProxies(trustedProxies, field: configuration.trustedProxyField),
+                                               accessLog: AccessLog(metrics: metrics, enabled: configuration.accessLog),
+                                               target: RequestTarget(routes: routes),
+                                               health: HealthEndpoints(healthPath: configuration.healthPath, readyPath: configuration.readyPath,
+                                                                       monitor: monitor)))
         router.add(middleware: signature)
         if configuration.forwardAuth != nil { router.add(middleware: ForwardAuthAnswer(identity: identity)) }
         if let upstreamClient {

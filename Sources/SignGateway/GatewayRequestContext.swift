@@ -16,7 +16,7 @@ public struct GatewayRequestContext: SignatureRequestContext {
     /// the same loop (UpstreamClient), so a request never changes threads on its way through.
     let eventLoop: any EventLoop
     /// The client's address, then the proxies it came through to signd, the TCP peer last
-    /// (`ClientAddressMiddleware`): empty until that middleware ran, or when the peer has no IP
+    /// (`TrustedProxies.placeClient`): empty until that stage ran, or when the peer has no IP
     /// address (a Unix socket).
     public var forwardingChain: [IPAddress] = []
     /// The address of the client that made the request.

@@ -63,7 +63,7 @@ struct ProxyMiddleware: RouterMiddleware {
     /// (the upstream gets its levels in the identity fields, and could not check its key binding).
     let attestationToken: HTTPField.Name?
     let identity: IdentityFields
-    /// The settings of routes without their own (RouteMiddleware sets the route's).
+    /// The settings of routes without their own (`GatewayRoutes.decide` sets the route's).
     let routes: GatewayRoutes
     let metrics: GatewayMetrics
     /// Fields never forwarded, by canonical name: hop-by-hop fields, `Host`, and the spent whash,
@@ -184,13 +184,13 @@ struct ProxyMiddleware: RouterMiddleware {
         if let authority { fields[Self.forwardedHost] = authority }
         fields[Self.forwardedProto] = origin.scheme
         // The client and the proxies it came through, as signd established them: never a list a
-        // client wrote (ClientAddressMiddleware).
+        // client wrote (`TrustedProxies.placeClient`).
         if !context.forwardingChain.isEmpty {
             fields[TrustedProxies.forwardedFor] = context.forwardingChain.map(\.description).joined(separator: ", ")
         }
         fields[TrustedProxies.forwarded] = Self.forwarded(client: context.clientAddress, host: authority, proto: origin.scheme)
 
-        // The target as received and verified, byte for byte (RequestTargetMiddleware checked it).
+        // The target as received and verified, byte for byte (`RequestTarget` checked it).
         var outgoing = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue),
                                        uri: request.head.path ?? "/", headers: HTTPHeaders(fields))
         let length = request.headers[.contentLength].flatMap(Int64.init)

@@ -112,17 +112,12 @@ struct GatewayRoutes: Sendable {
     }
 }
 
-/// Decides the request's route once, first thing: the access log names it, the target check,
-/// the signature middleware and the proxy apply its requirements.
-struct RouteMiddleware: RouterMiddleware {
-    typealias Context = GatewayRequestContext
-    let routes: GatewayRoutes
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var context = context
-        let decision = routes.policy.decision(method: request.method, path: request.uri.path)
+extension GatewayRoutes {
+    /// Decides the request's route once, first thing (`EntryMiddleware`): the access log names
+    /// it, the target check, the signature middleware and the proxy apply its requirements.
+    func decide(_ request: Request, into context: inout GatewayRequestContext) {
+        let decision = policy.decision(method: request.method, path: request.uri.path)
         context.route = decision.route
         context.signCore.recordRouteDecision(decision)
-        return try await next(request, context)
     }
 }

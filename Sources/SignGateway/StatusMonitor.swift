@@ -99,16 +99,15 @@ final class StatusMonitor: Service, Sendable {
 /// verification; never forwarded. Readiness is 200 when every check of the status monitor passed,
 /// otherwise 503 naming the failing checks (`keys`, `store`, `upstream`, or `starting` before
 /// the first check).
-struct HealthMiddleware<Context: RequestContext>: RouterMiddleware {
+struct HealthEndpoints {
     let healthPath: String
     let readyPath: String
     let monitor: StatusMonitor
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    /// The answer for a GET or HEAD of either path, or nil.
+    func answer(_ request: Request) -> Response? {
         let path = request.uri.path
-        guard path == healthPath || path == readyPath, request.method == .get || request.method == .head else {
-            return try await next(request, context)
-        }
+        guard path == healthPath || path == readyPath, request.method == .get || request.method == .head else { return nil }
         let headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
         let status = monitor.status
         if path == healthPath {

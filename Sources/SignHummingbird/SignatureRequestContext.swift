@@ -37,7 +37,7 @@ public struct SignCoreContext: Sendable {
     public init() {}
 
     /// Records the decision `SignatureMiddleware` then takes as its own: for a middleware that
-    /// decides with the very policy the signature middleware has (signd's `RouteMiddleware`).
+    /// decides with the very policy the signature middleware has (signd's `GatewayRoutes.decide`).
     @_spi(SignCoreTools)
     public mutating func recordRouteDecision(_ decision: RoutePolicy.Decision) { routeDecision = decision }
 

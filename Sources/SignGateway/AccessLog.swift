@@ -5,29 +5,24 @@ import Logging
 import SignHTTP
 
 /// One line per request when its response starts (`signd.access`, at `info`), and the request
-/// metrics. The line has the method, the route pattern the policy chose (never the path or the
-/// query: URLs carry secrets), the status, the refusal's code when there is one, the time to the
-/// response head and the client's address. Nothing of the token, the body or other fields.
-struct AccessLogMiddleware: RouterMiddleware {
+/// metrics (`EntryMiddleware`, around every stage after the route and the client address). The
+/// line has the method, the route pattern the policy chose (never the path or the query: URLs
+/// carry secrets), the status, the refusal's code when there is one, the time to the response
+/// head and the client's address. Nothing of the token, the body or other fields.
+struct AccessLog {
     typealias Context = GatewayRequestContext
     let metrics: GatewayMetrics
     let enabled: Bool
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let started = ContinuousClock.now
-        let response: Response
-        do {
-            response = try await next(request, context)
-        } catch {
-            // A handler's error becomes its response further out; counted as Hummingbird answers it.
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            finish(request, context: context, status: status, code: nil, started: started)
-            throw error
-        }
+    func answered(_ request: Request, with response: Response, context: Context, started: ContinuousClock.Instant) {
         // The refusal's code when signd refused; an upstream's own `signcore-error` is its business.
         let code = context.upstreamAnswered.withLockedValue { $0 } ? nil : response.headers[Refusal.errorField]
         finish(request, context: context, status: response.status.code, code: code, started: started)
-        return response
+    }
+
+    /// A handler's error becomes its response further out; counted as Hummingbird answers it.
+    func failed(_ request: Request, with error: any Error, context: Context, started: ContinuousClock.Instant) {
+        finish(request, context: context, status: (error as? any HTTPResponseError)?.status.code ?? 500, code: nil, started: started)
     }
 
     private func finish(_ request: Request, context: Context, status: Int, code: String?, started: ContinuousClock.Instant) {

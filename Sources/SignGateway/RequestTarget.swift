@@ -14,26 +14,34 @@ import SignHTTP
 /// - 413 `bodyTooLarge`: a `Content-Length` over the route's limit, unread.
 ///
 /// A refusal of a request whose body was announced closes the connection (`Connection: close`,
-/// and the inbound stream ended): the rest of that body is never read.
-struct RequestTargetMiddleware: RouterMiddleware {
-    typealias Context = GatewayRequestContext
+/// and the inbound stream ended): the rest of that body is never read; so does any refusal of
+/// signd's further on (`closingAfterRefusal`). Run by `EntryMiddleware`.
+struct RequestTarget {
     let routes: GatewayRoutes
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let announcesBody = request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
-        var response: Response
+    static func announcesBody(_ request: Request) -> Bool {
+        request.headers[.transferEncoding] != nil || (request.headers[.contentLength].flatMap(Int64.init) ?? 0) > 0
+    }
+
+    /// The refusal of a request whose host, target or body no route takes, or nil. (With a body
+    /// announced, the caller lets go of it: `stopReading`.)
+    func refusal(of request: Request, announcesBody: Bool, context: GatewayRequestContext) -> Response? {
         do throws(SignCoreError) {
             try check(request, announcesBody: announcesBody, limit: routes.body(for: context.signCore.routeDecision).limit)
+            return nil
         } catch {
-            response = Response(Refusal(error))
-            if announcesBody {
-                response.headers[.connection] = "close"
-                await Self.stopReading(request.body)
-            }
+            var response = Response(Refusal(error))
+            if announcesBody { response.headers[.connection] = "close" }
             return response
         }
-        response = try await next(request, context)
-        if announcesBody, response.headers[Refusal.errorField] != nil { response.headers[.connection] = "close" }
+    }
+
+    /// A refusal further on (the signature's, a limit's) of a request whose body was announced:
+    /// what is left of that body is not read as the next request.
+    static func closingAfterRefusal(_ response: Response, announcesBody: Bool) -> Response {
+        guard announcesBody, response.headers[Refusal.errorField] != nil else { return response }
+        var response = response
+        response.headers[.connection] = "close"
         return response
     }
 
