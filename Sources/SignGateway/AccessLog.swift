@@ -26,6 +26,9 @@ struct AccessLog {
     }
 
     private func finish(_ request: Request, context: Context, status: Int, code: String?, started: ContinuousClock.Instant) {
+        // The connection's own answer, when it cut the request short, is what the client got.
+        let connectionStatus = context.answeredByConnection.withLockedValue { $0 }
+        let (status, code) = connectionStatus.map { ($0, nil) } ?? (status, code)
         let elapsed = ContinuousClock.now - started
         metrics.request(status: status, elapsed: elapsed)
         guard enabled, context.logger.logLevel <= .info else { return }

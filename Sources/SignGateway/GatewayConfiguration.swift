@@ -103,11 +103,11 @@ public struct GatewayConfiguration: Sendable, Decodable {
         public var idleTimeout: Int64 = 30
         /// Bytes of header fields one request may send (each field and all of them).
         public var maxHeaderBytes = 32 << 10
-        /// Bytes a second a request body must average while signd reads it, once `bodyRateGrace`
-        /// seconds of reading have passed; 0 turns the check off. A body sent a byte at a time
-        /// completes a part each time and would pass `idleTimeout` forever.
+        /// Bytes a second a request body must average over each `bodyRateWindow` seconds that
+        /// signd reads it; 0 turns the check off. A body sent a byte at a time completes a part
+        /// each time and would pass `idleTimeout` forever.
         public var minBodyRate = 1024
-        public var bodyRateGrace: Int64 = 5
+        public var bodyRateWindow: Int64 = 10
     }
 
     public struct Origin: Sendable, Decodable {
@@ -570,9 +570,9 @@ extension GatewayConfiguration.Metrics {
 
 extension GatewayConfiguration.Limits {
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.members(["maxConnections", "idleTimeout", "maxHeaderBytes", "minBodyRate", "bodyRateGrace"])
+        let c = try decoder.members(["maxConnections", "idleTimeout", "maxHeaderBytes", "minBodyRate", "bodyRateWindow"])
         try c.set(&maxConnections, "maxConnections"); try c.set(&idleTimeout, "idleTimeout"); try c.set(&maxHeaderBytes, "maxHeaderBytes")
-        try c.set(&minBodyRate, "minBodyRate"); try c.set(&bodyRateGrace, "bodyRateGrace")
+        try c.set(&minBodyRate, "minBodyRate"); try c.set(&bodyRateWindow, "bodyRateWindow")
         guard maxConnections >= 1 else { throw SignCoreError(.invalidConfiguration, "configuration: limits.maxConnections is at least 1") }
         guard idleTimeout >= 1 else { throw SignCoreError(.invalidConfiguration, "configuration: limits.idleTimeout is at least 1 second") }
         guard (1024...(1 << 20)).contains(maxHeaderBytes) else {
@@ -581,8 +581,8 @@ extension GatewayConfiguration.Limits {
         guard (0...(1 << 30)).contains(minBodyRate) else {
             throw SignCoreError(.invalidConfiguration, "configuration: limits.minBodyRate is 0 (off) to 1073741824 bytes a second")
         }
-        guard (1...3600).contains(bodyRateGrace) else {
-            throw SignCoreError(.invalidConfiguration, "configuration: limits.bodyRateGrace is 1 to 3600 seconds")
+        guard (1...3600).contains(bodyRateWindow) else {
+            throw SignCoreError(.invalidConfiguration, "configuration: limits.bodyRateWindow is 1 to 3600 seconds")
         }
     }
 }

@@ -7,8 +7,9 @@ import Prometheus
 /// - `signcore_verifications_total{verdict,code}`, `signcore_verify_duration_seconds`: the
 ///   signature middleware's (SignatureAudit), through `factory`.
 /// - `signd_requests_total{status}`, `signd_request_duration_seconds`: every request answered.
-/// - `signd_upstream_responses_total{status}` (`status` is the upstream's, or `failed` and
-///   `timeout`), `signd_upstream_duration_seconds`: until the upstream's response started.
+/// - `signd_upstream_responses_total{status}` (`status` is the upstream's, or `failed`,
+///   `timeout`, `busy`, and `cancelled` when the client's connection gave up first),
+///   `signd_upstream_duration_seconds`: until the upstream's response started.
 /// - `signd_ready`, `signd_keys`, `signd_store_up`, `signd_upstream_up`: the status monitor's
 ///   last check; `signd_key_reload_failures_total`.
 final class GatewayMetrics: Sendable {

@@ -28,6 +28,9 @@ public struct GatewayRequestContext: SignatureRequestContext {
     /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that
     /// verifies too may send) are not signd's.
     let upstreamAnswered = NIOLockedValueBox(false)
+    /// Set when signd's connection answered the client itself and cancelled the request (408 to a
+    /// body slower than `limits.minBodyRate`): the access log reports that status.
+    let answeredByConnection = NIOLockedValueBox<Int?>(nil)
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

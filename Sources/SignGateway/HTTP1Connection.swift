@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -93,11 +94,9 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         /// or the request cannot be read to its end.
         var closeAfterResponse = false
         var task: Task<Void, Never>?
-        /// The body's bytes read so far, and the time spent reading them: reading stops counting
-        /// while the body's reader is full (signd, not the client, is slow then).
-        var bodyBytes = 0
-        var readingTime = TimeAmount.zero
-        var readingSince: NIODeadline? = .now()
+        var bodyClock = BodyClock()
+        /// The request context's: set when the connection answers the client itself.
+        var answeredByConnection: NIOLockedValueBox<Int?>?
 
         var requestRead: Bool {
             if case .ended = reading { true } else { false }
@@ -112,14 +111,54 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// The least a request body must average while signd reads it (`limits.minBodyRate`): a
-    /// body sent a byte at a time completes a part every time, and the idle timeout alone would
-    /// keep its connection (and an upstream connection) forever. As Kestrel's minimum data rate,
-    /// checked once a second after a grace period, over the time signd was reading.
+    /// The least a request body must average over each window of reading (`limits.minBodyRate`,
+    /// `limits.bodyRateWindow`): a body sent a byte at a time completes a part every time, and the
+    /// idle timeout alone would keep its connection (and an upstream connection) forever. Windows,
+    /// not the average since the start: bytes sent fast first buy no time for a trickle after.
     struct BodyRate: Sendable {
         /// Bytes a second; 0 turns the check off.
         var minimum: Int
-        var grace: TimeAmount
+        var window: TimeAmount
+    }
+
+    /// A body's arrival in the current window: its bytes, and the time signd spent reading them.
+    /// The clock starts at the body's first byte (a client may wait for `100 Continue` before
+    /// sending it) and stops while signd does not read (the body's reader is full: signd, not the
+    /// client, is slow then).
+    struct BodyClock {
+        var bytes = 0
+        var reading = TimeAmount.zero
+        var since: NIODeadline?
+        var started = false
+
+        mutating func received(_ count: Int, paused: Bool) {
+            bytes += count
+            if !started {
+                started = true
+                if !paused { since = .now() }
+            }
+        }
+
+        mutating func pause(at now: NIODeadline) {
+            guard let since else { return }
+            reading = reading + (now - since)
+            self.since = nil
+        }
+
+        mutating func resume(at now: NIODeadline) {
+            if started, since == nil { since = now }
+        }
+
+        func elapsed(at now: NIODeadline) -> TimeAmount {
+            since.map { reading + (now - $0) } ?? reading
+        }
+
+        /// A new window from `now`, the clock running or stopped as it was.
+        mutating func restart(at now: NIODeadline) {
+            bytes = 0
+            reading = .zero
+            if since != nil { since = now }
+        }
     }
 
     private let responder: RouterResponder<GatewayRequestContext>
@@ -136,12 +175,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private var bodyPaused = false {
         didSet {
             guard bodyPaused != oldValue, let exchange else { return }
-            if bodyPaused {
-                if let since = exchange.readingSince { exchange.readingTime = exchange.readingTime + (.now() - since) }
-                exchange.readingSince = nil
-            } else if exchange.readingSince == nil {
-                exchange.readingSince = .now()
-            }
+            if bodyPaused { exchange.bodyClock.pause(at: .now()) } else { exchange.bodyClock.resume(at: .now()) }
         }
     }
     private var bodyRateTimer: Scheduled<Void>?
@@ -203,11 +237,11 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         case (.head(let head), nil):
             exchange = Exchange(head: head)
         case (.body(let chunk), .head(let head, var collected)?):
-            exchange?.bodyBytes += chunk.readableBytes
+            exchange?.bodyClock.received(chunk.readableBytes, paused: bodyPaused)
             if collected == nil { collected = chunk } else { collected?.writeImmutableBuffer(chunk) }
             exchange?.reading = .head(head, collected)
         case (.body(let chunk), .streaming(let source)?):
-            exchange?.bodyBytes += chunk.readableBytes
+            exchange?.bodyClock.received(chunk.readableBytes, paused: bodyPaused)
             switch source.yield(chunk) {
             case .produceMore: break
             case .stopProducing: bodyPaused = true
@@ -216,7 +250,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
                 bodyPaused = false
             }
         case (.body(let chunk), .dropping?):
-            exchange?.bodyBytes += chunk.readableBytes
+            exchange?.bodyClock.received(chunk.readableBytes, paused: bodyPaused)
         case (.end, .head(let head, let collected)?):
             exchange?.reading = .ended
             start(head, body: RequestBody(buffer: collected ?? ByteBuffer()), context: context)
@@ -357,7 +391,12 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// A request that could not be read, and nothing being answered: 400 (as Hummingbird
     /// answered), then the connection closes.
     private func answerUnreadable(context: ChannelHandlerContext) {
-        let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+        answerAndClose(.badRequest, context: context)
+    }
+
+    /// An empty answer of the connection's own, then a lingering close.
+    private func answerAndClose(_ status: HTTPResponse.Status, context: ChannelHandlerContext) {
+        let head = HTTPResponse(status: status, headerFields: [.connection: "close", .contentLength: "0", .date: HTTPDate.now()])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         closeAfterAnswer(context: context)
@@ -417,36 +456,44 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         case .streaming, .dropping: break
         case .head, .ended: return
         }
-        var reading = exchange.readingTime
-        if let since = exchange.readingSince { reading = reading + (.now() - since) }
-        let seconds = Double(reading.nanoseconds) / 1e9
-        guard reading > bodyRate.grace, Double(exchange.bodyBytes) < Double(bodyRate.minimum) * seconds else {
+        let now = NIODeadline.now()
+        let elapsed = exchange.bodyClock.elapsed(at: now)
+        guard elapsed >= bodyRate.window else {
             scheduleBodyRateCheck(context: context)
             return
         }
-        logger.info("request body too slow", metadata: ["signd.bytes": "\(exchange.bodyBytes)", "signd.seconds": "\(Int(seconds))"])
+        let seconds = Double(elapsed.nanoseconds) / 1e9
+        guard Double(exchange.bodyClock.bytes) < Double(bodyRate.minimum) * seconds else {
+            exchange.bodyClock.restart(at: now)
+            scheduleBodyRateCheck(context: context)
+            return
+        }
+        logger.info("request body too slow", metadata: ["signd.bytes": "\(exchange.bodyClock.bytes)", "signd.seconds": "\(Int(seconds))"])
         bodyTooSlow(exchange, context: context)
     }
 
-    /// A body slower than `limits.minBodyRate`: its request's task is cancelled (and with it the
-    /// upstream exchange), the client gets 408 if nothing of the answer has gone yet, and the
-    /// connection closes.
+    /// A body slower than `limits.minBodyRate`. Read for the request: its task is cancelled (and
+    /// with it the upstream exchange), the client gets 408 if nothing of the answer has gone yet
+    /// (else the connection is cut), and the connection closes. Read to be dropped (the request
+    /// was answered without it): the answer goes out whole, then the connection closes.
     private func bodyTooSlow(_ exchange: Exchange, context: ChannelHandlerContext) {
-        if case .streaming(let source) = exchange.reading {
-            source.finish(SignCoreError(.invalidInput, "the request body came slower than limits.minBodyRate"))
+        guard case .streaming(let source) = exchange.reading else {
+            exchange.closeAfterResponse = true
+            endIfAnswered(context: context)
+            return
         }
+        source.finish(SignCoreError(.invalidInput, "the request body came slower than limits.minBodyRate"))
         exchange.reading = .dropping
-        exchange.task?.cancel()
         guard !exchange.headWritten else {
+            exchange.task?.cancel()
             context.close(promise: nil)
             return
         }
+        exchange.answeredByConnection?.withLockedValue { $0 = 408 }
+        exchange.task?.cancel()
         exchange.headWritten = true
         exchange.responseEnded = true
-        let head = HTTPResponse(status: .requestTimeout, headerFields: [.connection: "close", .contentLength: "0", .date: HTTPDate.now()])
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        closeAfterAnswer(context: context)
+        answerAndClose(.requestTimeout, context: context)
     }
 
     // MARK: Answering
@@ -455,6 +502,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         guard let exchange else { return }
         let request = Request(head: head, body: body)
         let requestContext = GatewayRequestContext(source: .init(channel: context.channel, logger: logger))
+        exchange.answeredByConnection = requestContext.answeredByConnection
         let writer = ResponseChannelWriter(connection: NIOLoopBound(self, eventLoop: context.eventLoop),
                                            exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))
         let responder = self.responder

@@ -246,6 +246,12 @@ struct ProxyMiddleware: RouterMiddleware {
             return Response(Refusal(error))
         } catch {
             await upload?.finish()
+            // The client's connection gave up on the request (gone, or its body too slow): no
+            // fault of the upstream's, and nobody reads this answer.
+            if Task.isCancelled {
+                metrics.upstream("cancelled", elapsed: ContinuousClock.now - started)
+                return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
+            }
             // The upstream failed or did not answer in time: nothing of the request in the log.
             // Every upstream connection busy for the connect timeout: never sent, so safe to retry.
             if error as? UpstreamFailure == .busy {

@@ -197,7 +197,7 @@ extension Gateway {
                        tls: GatewayConfiguration.TLS?, certificate: ServerCertificate?,
                        limits: GatewayConfiguration.Limits) -> HTTPServerBuilder {
         let plain = GatewayHTTP1Channel(responder: responder, configuration: http1,
-                                        bodyRate: .init(minimum: limits.minBodyRate, grace: .seconds(limits.bodyRateGrace)))
+                                        bodyRate: .init(minimum: limits.minBodyRate, window: .seconds(limits.bodyRateWindow)))
         guard let tls, let certificate else { return HTTPServerBuilder { _ in plain } }
         let handshake = TimeAmount.seconds(limits.idleTimeout)
         return HTTPServerBuilder { responder in
@@ -239,13 +239,12 @@ struct GatewayTLSChannel: ServerChildChannel {
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(NIOSSLServerHandler(context: context))
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { [http1, http2] result in
-                switch result {
-                case .negotiated("h2") where http2 != nil:
-                    return http2.map { $0.setup(channel: channel, logger: logger).map(Negotiated.http2) }
-                        ?? channel.eventLoop.makeFailedFuture(ChannelError.inappropriateOperationForState)
-                case .negotiated("http/1.1"), .fallback:
+                switch (result, http2) {
+                case (.negotiated("h2"), let http2?):
+                    return http2.setup(channel: channel, logger: logger).map(Negotiated.http2)
+                case (.negotiated("http/1.1"), _), (.fallback, _):
                     return http1.setup(channel: channel, logger: logger).map(Negotiated.http1)
-                case .negotiated:
+                case (.negotiated, _):
                     // A protocol the context never offered.
                     return channel.close().flatMapThrowing { throw ChannelError.inappropriateOperationForState }
                 }

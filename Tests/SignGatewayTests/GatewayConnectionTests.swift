@@ -186,7 +186,7 @@ import Testing
     /// body above the rate, slower than the grace, is forwarded whole.
     @Test func aBodyTrickledBelowTheMinimumRateIsAnswered408() async throws {
         for mode in ["buffered", "streamed"] {
-            try await Self.withOffGateway(mode: mode, limits: ["minBodyRate": 200, "bodyRateGrace": 1]) { port, upstream in
+            try await Self.withOffGateway(mode: mode, limits: ["minBodyRate": 200, "bodyRateWindow": 1]) { port, upstream in
                 let head = "POST /trickle HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 1000\r\n\r\n"
                 let started = ContinuousClock.now
                 let slow = try await rawHTTP(port: port, segments: [head] + Array(repeating: "x", count: 30), timeout: .seconds(8))
@@ -202,6 +202,30 @@ import Testing
                 #expect(Self.statuses(steady) == [200, 200], "\(mode): \(steady.prefix(200))")
                 #expect(upstream.all.contains { $0.path == "/steady" && $0.complete && $0.bodyBytes == 1000 })
             }
+        }
+    }
+
+    /// The rate holds in every window, not on average since the start: bytes sent fast first buy
+    /// no time for a trickle after them.
+    @Test func aBodyFastThenTrickledIsAnswered408() async throws {
+        try await Self.withOffGateway(mode: "streamed", limits: ["minBodyRate": 200, "bodyRateWindow": 1]) { port, upstream in
+            let head = "POST /banked HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 60000\r\n\r\n"
+            let answer = try await rawHTTP(port: port, segments: [head, String(repeating: "f", count: 20_000)] + Array(repeating: "x", count: 30),
+                                           timeout: .seconds(8))
+            #expect(Self.statuses(answer) == [408], "\(answer.prefix(200))")
+            #expect(!upstream.all.contains { $0.complete })
+        }
+    }
+
+    /// Time signd itself does not read does not count: a body sent at once to an upstream that
+    /// waits 3 s before reading it stalls in signd (its reader full) and is forwarded whole.
+    @Test func aBodyHeldBackBySigndIsNotTooSlow() async throws {
+        try await Self.withOffGateway(limit: 64 << 20, mode: "streamed", limits: ["minBodyRate": 200, "bodyRateWindow": 1]) { port, upstream in
+            let size = 32 << 20
+            let head = "POST /slow HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(size)\r\nConnection: close\r\n\r\n"
+            let answer = try await rawHTTP(port: port, segments: [head, String(repeating: "z", count: size)], timeout: .seconds(30))
+            #expect(Self.statuses(answer) == [200], "\(answer.prefix(200))")
+            #expect(upstream.all.contains { $0.path == "/slow" && $0.complete && $0.bodyBytes == size })
         }
     }
 }

@@ -512,7 +512,7 @@ extension GatewayEdgeTests {
         try await upstream.run { upstreamPort in
             for http2 in [true, false] {
                 try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, http2: http2,
-                                                            limits: ["minBodyRate": 1000, "bodyRateGrace": 1])) { port in
+                                                            limits: ["minBodyRate": 1000, "bodyRateWindow": 1])) { port in
                     let upload = ["--http1.1", "--data-binary", "@" + body, "-H", "Content-Type: application/octet-stream"]
                     let slow = try await Self.curl(port, "/public/slow", authority: authority.certificate, upload + ["--limit-rate", "300"])
                     #expect(slow == (0, "1.1 408"), "http2 \(http2): \(slow)")
