@@ -26,9 +26,8 @@ struct AccessLog {
     }
 
     private func finish(_ request: Request, context: Context, status: Int, code: String?, started: ContinuousClock.Instant) {
-        // The connection's own answer, when it cut the request short, is what the client got.
-        let connectionStatus = context.answeredByConnection.withLockedValue { $0 }
-        let (status, code) = connectionStatus.map { ($0, nil) } ?? (status, code)
+        // When the connection cut the request short, its own answer is what the client got (499: none).
+        let (status, code) = context.cutShort.withLockedValue { $0 }.map { ($0, nil) } ?? (status, code)
         let elapsed = ContinuousClock.now - started
         metrics.request(status: status, elapsed: elapsed)
         guard enabled, context.logger.logLevel <= .info else { return }

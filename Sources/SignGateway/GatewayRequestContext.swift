@@ -28,9 +28,10 @@ public struct GatewayRequestContext: SignatureRequestContext {
     /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that
     /// verifies too may send) are not signd's.
     let upstreamAnswered = NIOLockedValueBox(false)
-    /// Set when signd's connection answered the client itself and cancelled the request (408 to a
-    /// body slower than `limits.minBodyRate`): the access log reports that status.
-    let answeredByConnection = NIOLockedValueBox<Int?>(nil)
+    /// Set when signd's HTTP/1.1 connection cut the request short before its answer ended: 408
+    /// when it answered a body slower than `limits.minBodyRate` itself, 499 when the client went
+    /// away. The access log reports that status, the proxy an upstream exchange `cancelled`.
+    let cutShort = NIOLockedValueBox<Int?>(nil)
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -95,8 +95,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         var closeAfterResponse = false
         var task: Task<Void, Never>?
         var bodyClock = BodyClock()
-        /// The request context's: set when the connection answers the client itself.
-        var answeredByConnection: NIOLockedValueBox<Int?>?
+        /// The request context's: set when the connection cuts the request short.
+        var cutShort: NIOLockedValueBox<Int?>?
 
         var requestRead: Bool {
             if case .ended = reading { true } else { false }
@@ -412,8 +412,9 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         bodyRateTimer?.cancel()
         bodyRateTimer = nil
         if let exchange {
-            if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
+            if !exchange.responseEnded { exchange.cutShort?.withLockedValue { $0 = $0 ?? 499 } }
             exchange.task?.cancel()
+            if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
         }
         exchange = nil
         backlog.removeAll()
@@ -451,7 +452,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func checkBodyRate() {
-        guard let context, let exchange, !closing else { return }
+        // A body the connection has ended itself (its input closed, its framing broken) waits for nothing more.
+        guard let context, let exchange, !closing, !inputClosed, !parseFailed else { return }
         switch exchange.reading {
         case .streaming, .dropping: break
         case .head, .ended: return
@@ -482,15 +484,15 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             endIfAnswered(context: context)
             return
         }
+        // The request's task learns it was cut short before its body fails.
+        exchange.cutShort?.withLockedValue { $0 = exchange.headWritten ? 499 : 408 }
+        exchange.task?.cancel()
         source.finish(SignCoreError(.invalidInput, "the request body came slower than limits.minBodyRate"))
         exchange.reading = .dropping
         guard !exchange.headWritten else {
-            exchange.task?.cancel()
             context.close(promise: nil)
             return
         }
-        exchange.answeredByConnection?.withLockedValue { $0 = 408 }
-        exchange.task?.cancel()
         exchange.headWritten = true
         exchange.responseEnded = true
         answerAndClose(.requestTimeout, context: context)
@@ -502,7 +504,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         guard let exchange else { return }
         let request = Request(head: head, body: body)
         let requestContext = GatewayRequestContext(source: .init(channel: context.channel, logger: logger))
-        exchange.answeredByConnection = requestContext.answeredByConnection
+        exchange.cutShort = requestContext.cutShort
         let writer = ResponseChannelWriter(connection: NIOLoopBound(self, eventLoop: context.eventLoop),
                                            exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))
         let responder = self.responder

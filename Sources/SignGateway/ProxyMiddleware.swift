@@ -241,17 +241,15 @@ struct ProxyMiddleware: RouterMiddleware {
                 await upload?.finish()  // before the server reads on: the upload is the body's only reader until then
                 try await writer.finish(nil)
             })
-        } catch let error as SignCoreError {
-            await upload?.finish()
-            return Response(Refusal(error))
         } catch {
             await upload?.finish()
-            // The client's connection gave up on the request (gone, or its body too slow): no
-            // fault of the upstream's, and nobody reads this answer.
-            if Task.isCancelled {
+            // The client's connection cut the request short (the client gone, or its body too
+            // slow): no fault of the upstream's, and nobody reads this answer.
+            if context.cutShort.withLockedValue({ $0 }) != nil {
                 metrics.upstream("cancelled", elapsed: ContinuousClock.now - started)
                 return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
             }
+            if let error = error as? SignCoreError { return Response(Refusal(error)) }
             // The upstream failed or did not answer in time: nothing of the request in the log.
             // Every upstream connection busy for the connect timeout: never sent, so safe to retry.
             if error as? UpstreamFailure == .busy {

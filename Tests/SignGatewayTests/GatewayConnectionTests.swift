@@ -181,9 +181,9 @@ import Testing
     }
 
     /// A body sent a byte at a time completes a part each time, so the idle timeout alone would
-    /// never close it: below `limits.minBodyRate` after the grace, the client gets 408 and the
+    /// never close it: below `limits.minBodyRate` over a window, the client gets 408 and the
     /// connection closes, buffered or streamed, and the upstream never gets a whole request. A
-    /// body above the rate, slower than the grace, is forwarded whole.
+    /// body above the rate, longer than a window, is forwarded whole.
     @Test func aBodyTrickledBelowTheMinimumRateIsAnswered408() async throws {
         for mode in ["buffered", "streamed"] {
             try await Self.withOffGateway(mode: mode, limits: ["minBodyRate": 200, "bodyRateWindow": 1]) { port, upstream in

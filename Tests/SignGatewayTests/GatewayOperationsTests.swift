@@ -94,6 +94,45 @@ import Testing
         String(buffer: try await response.body.collect(upTo: 1 << 20))
     }
 
+    /// A request an HTTP/1.1 connection cuts short is counted as its client saw it: a body slower
+    /// than `limits.minBodyRate` as 408, a client gone before its answer as 499; the upstream
+    /// exchange of each as `cancelled`, never as an upstream failure (no warning, no `failed`).
+    @Test func requestsCutShortAreCountedAsTheClientSawThem() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([GatewayTests.key])
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = GatewayTests.configuration(upstream: upstreamPort, keys: keys, [
+                "policy": ["routes": [["route": "/open/**", "signature": "off"], ["route": "/slow", "signature": "off"]]],
+                "body": ["mode": "streamed", "limit": 1 << 20], "limits": ["minBodyRate": 200, "bodyRateWindow": 1]])
+            try await Self.withObservedGateway(json) { port, metricsPort, logs in
+                // Past 64 KiB announced, a streamed body goes upstream as it comes: the exchange has begun.
+                let head = "POST /open/trickle HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 100000\r\n\r\n"
+                let slow = try await rawHTTP(port: port, segments: [head] + Array(repeating: "x", count: 30), timeout: .seconds(8))
+                #expect(GatewayConnectionTests.statuses(slow) == [408], "\(slow.prefix(200))")
+                // The upstream takes 3 s to answer /slow; the client aborts after 1 s.
+                _ = try? await rawHTTP(port: port, segments: ["GET /slow HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"], reset: true,
+                                       timeout: .seconds(1))
+
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let metrics: @Sendable () async -> String = {
+                    (try? await Self.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"),
+                                                                 timeout: .seconds(10)))) ?? ""
+                }
+                let cancelled = try await eventually { await metrics().contains(#"signd_upstream_responses_total{status="cancelled"} 2"#) }
+                let counted = await metrics()
+                #expect(cancelled, "\(counted)")
+                #expect(counted.contains(#"signd_requests_total{status="408"} 1"#) && counted.contains(#"signd_requests_total{status="499"} 1"#),
+                        "\(counted)")
+                #expect(!counted.contains(#"status="failed""#))
+                let statuses = logs.entries.filter { $0.message == "request" }.map { "\($0.metadata["signd.status"] ?? "")" }
+                #expect(statuses.contains("408") && statuses.contains("499"), "\(statuses)")
+                #expect(!logs.entries.contains { $0.message == "upstream request failed" })
+            }
+        }
+    }
+
     /// A client behind a trusted proxy reaches the upstream as itself, in X-Forwarded-For and
     /// Forwarded that signd wrote; the access log names it and nothing of the URL.
     @Test func forwardingFieldsMetricsAndAccessLog() async throws {

@@ -14,19 +14,22 @@ public func rawHTTP(port: Int, _ request: String, timeout: Duration = .seconds(1
 /// in a read of its own), then, with `halfClose`, shutting the socket's sending side as a client
 /// that has sent all it will does; then reads the answer to the end.
 /// With `readLimit`, stops reading once it has that many bytes and closes the connection: a
-/// client that goes away in the middle of an answer.
+/// client that goes away in the middle of an answer. With `reset`, the socket is closed with a
+/// reset, not a FIN: a client that aborts (a FIN alone is a half-close, and its requests are
+/// answered).
 public func rawHTTP(port: Int, segments: [String], pause: Duration = .milliseconds(100), halfClose: Bool = false,
-                    readLimit: Int = .max, timeout: Duration = .seconds(10)) async throws -> String {
+                    readLimit: Int = .max, reset: Bool = false, timeout: Duration = .seconds(10)) async throws -> String {
     try await withCheckedThrowingContinuation { continuation in
         Thread {
             continuation.resume(with: Result {
-                try blockingRawHTTP(port: port, segments: segments, pause: pause, halfClose: halfClose, readLimit: readLimit, timeout: timeout)
+                try blockingRawHTTP(port: port, segments: segments, pause: pause, halfClose: halfClose, readLimit: readLimit, reset: reset,
+                                    timeout: timeout)
             })
         }.start()
     }
 }
 
-private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, halfClose: Bool, readLimit: Int,
+private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, halfClose: Bool, readLimit: Int, reset: Bool,
                              timeout: Duration) throws -> String {
     #if canImport(Darwin)
     let fd = socket(AF_INET, SOCK_STREAM, 0)
@@ -34,7 +37,13 @@ private func blockingRawHTTP(port: Int, segments: [String], pause: Duration, hal
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #endif
     guard fd >= 0 else { throw POSIXError(.EMFILE) }
-    defer { close(fd) }
+    defer {
+        if reset {
+            var abort = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
+        }
+        close(fd)
+    }
     var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
     var address = sockaddr_in()
