@@ -276,7 +276,10 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         exchange.reading = .streaming(body.source)
         scheduleBodyRateCheck(context: context)
         if let collected, body.source.yield(collected) == .stopProducing { bodyPaused = true }
-        if inputClosed { body.source.finish(ChannelError.eof) }
+        if inputClosed {
+            exchange.closeAfterResponse = true
+            body.source.finish(ChannelError.eof)
+        }
         start(head, body: RequestBody(asyncSequence: body.sequence), context: context)
     }
 

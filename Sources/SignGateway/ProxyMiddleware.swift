@@ -245,7 +245,7 @@ struct ProxyMiddleware: RouterMiddleware {
             await upload?.finish()
             // The client's connection cut the request short (the client gone, or its body too
             // slow): no fault of the upstream's, and nobody reads this answer.
-            if context.cutShort.withLockedValue({ $0 }) != nil {
+            if context.cutShort.withLockedValue({ $0 }) != nil || Task.isCancelled {
                 metrics.upstream("cancelled", elapsed: ContinuousClock.now - started)
                 return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
             }

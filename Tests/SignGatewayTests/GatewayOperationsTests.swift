@@ -120,14 +120,19 @@ import Testing
                     (try? await Self.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"),
                                                                  timeout: .seconds(10)))) ?? ""
                 }
-                let cancelled = try await eventually { await metrics().contains(#"signd_upstream_responses_total{status="cancelled"} 2"#) }
+                let settled = try await eventually {
+                    let text = await metrics()
+                    return text.contains(#"signd_upstream_responses_total{status="cancelled"} 2"#)
+                        && text.contains(#"signd_requests_total{status="408"} 1"#) && text.contains(#"signd_requests_total{status="499"} 1"#)
+                }
                 let counted = await metrics()
-                #expect(cancelled, "\(counted)")
+                #expect(settled, "\(counted)")
                 #expect(counted.contains(#"signd_requests_total{status="408"} 1"#) && counted.contains(#"signd_requests_total{status="499"} 1"#),
                         "\(counted)")
                 #expect(!counted.contains(#"status="failed""#))
-                let statuses = logs.entries.filter { $0.message == "request" }.map { "\($0.metadata["signd.status"] ?? "")" }
-                #expect(statuses.contains("408") && statuses.contains("499"), "\(statuses)")
+                let statuses: @Sendable () -> [String] = { logs.entries.filter { $0.message == "request" }.map { "\($0.metadata["signd.status"] ?? "")" } }
+                let logged = try await eventually { statuses().contains("408") && statuses().contains("499") }
+                #expect(logged, "\(statuses())")
                 #expect(!logs.entries.contains { $0.message == "upstream request failed" })
             }
         }
