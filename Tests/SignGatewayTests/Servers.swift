@@ -92,11 +92,14 @@ final class Upstream: Sendable {
             // written and whether all were (a client gone stops it only if signd lets go).
             if request.uri.path == "/huge" {
                 let upstream = self.upstream
+                // 1 GiB, far past what the kernel's socket buffers on both of signd's sides hold
+                // (tcp_rmem may grow to 32 MiB): it ends only if something reads it all.
                 let chunk = ByteBuffer(repeating: UInt8(ascii: "h"), count: 64 << 10)
-                return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody(contentLength: 1024 * chunk.readableBytes) { writer in
+                let chunks = 16_384
+                return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody(contentLength: chunks * chunk.readableBytes) { writer in
                     var sent = 0
-                    defer { upstream.records.withLock { $0.append(Record(path: "/huge", bodyBytes: sent, complete: sent == 1024 * chunk.readableBytes)) } }
-                    for _ in 0..<1024 {
+                    defer { upstream.records.withLock { $0.append(Record(path: "/huge", bodyBytes: sent, complete: sent == chunks * chunk.readableBytes)) } }
+                    for _ in 0..<chunks {
                         try await writer.write(chunk)
                         sent += chunk.readableBytes
                     }
