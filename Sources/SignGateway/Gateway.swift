@@ -245,7 +245,7 @@ public final class Gateway: Service {
         // streams by Hummingbird's, with the same responder.
         let responder = router.buildResponder()
         var app = Application(responder: responder,
-                              server: Self.server(http1, responder: responder, tls: configuration.tls, certificate: certificate, limits: limits),
+                              server: Self.server(http1, responder: responder, tls: configuration.tls, certificate: certificate, limits: limits, logger: logger),
                               configuration: .init(address: .hostname(host, port: port), serverName: nil,
                                                    availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections)),
                               onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },

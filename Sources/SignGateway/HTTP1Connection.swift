@@ -23,7 +23,7 @@ struct GatewayHTTP1Channel: ServerChildChannel {
 
     let responder: RouterResponder<GatewayRequestContext>
     let configuration: HTTP1Channel.Configuration
-    let bodyRate: HTTP1Connection.BodyRate
+    let bodyRate: BodyRate
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -108,56 +108,6 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             // could be read as a request (signd upgrades nothing).
             closeAfterResponse = head.headerFields[.connection]?.lowercased() == "close"
                 || head.headerFields[.upgrade] != nil || head.method == .connect
-        }
-    }
-
-    /// The least a request body must average over each window of reading (`limits.minBodyRate`,
-    /// `limits.bodyRateWindow`): a body sent a byte at a time completes a part every time, and the
-    /// idle timeout alone would keep its connection (and an upstream connection) forever. Windows,
-    /// not the average since the start: bytes sent fast first buy no time for a trickle after.
-    struct BodyRate: Sendable {
-        /// Bytes a second; 0 turns the check off.
-        var minimum: Int
-        var window: TimeAmount
-    }
-
-    /// A body's arrival in the current window: its bytes, and the time signd spent reading them.
-    /// The clock starts at the body's first byte (a client may wait for `100 Continue` before
-    /// sending it) and stops while signd does not read (the body's reader is full: signd, not the
-    /// client, is slow then).
-    struct BodyClock {
-        var bytes = 0
-        var reading = TimeAmount.zero
-        var since: NIODeadline?
-        var started = false
-
-        mutating func received(_ count: Int, paused: Bool) {
-            bytes += count
-            if !started {
-                started = true
-                if !paused { since = .now() }
-            }
-        }
-
-        mutating func pause(at now: NIODeadline) {
-            guard let since else { return }
-            reading = reading + (now - since)
-            self.since = nil
-        }
-
-        mutating func resume(at now: NIODeadline) {
-            if started, since == nil { since = now }
-        }
-
-        func elapsed(at now: NIODeadline) -> TimeAmount {
-            since.map { reading + (now - $0) } ?? reading
-        }
-
-        /// A new window from `now`, the clock running or stopped as it was.
-        mutating func restart(at now: NIODeadline) {
-            bytes = 0
-            reading = .zero
-            if since != nil { since = now }
         }
     }
 
@@ -461,19 +411,11 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         case .streaming, .dropping: break
         case .head, .ended: return
         }
-        let now = NIODeadline.now()
-        let elapsed = exchange.bodyClock.elapsed(at: now)
-        guard elapsed >= bodyRate.window else {
+        guard let slow = exchange.bodyClock.check(against: bodyRate, at: .now()) else {
             scheduleBodyRateCheck(context: context)
             return
         }
-        let seconds = Double(elapsed.nanoseconds) / 1e9
-        guard Double(exchange.bodyClock.bytes) < Double(bodyRate.minimum) * seconds else {
-            exchange.bodyClock.restart(at: now)
-            scheduleBodyRateCheck(context: context)
-            return
-        }
-        logger.info("request body too slow", metadata: ["signd.bytes": "\(exchange.bodyClock.bytes)", "signd.seconds": "\(Int(seconds))"])
+        logger.info("request body too slow", metadata: ["signd.bytes": "\(slow.bytes)", "signd.seconds": "\(slow.seconds)"])
         bodyTooSlow(exchange, context: context)
     }
 
@@ -506,7 +448,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private func start(_ head: HTTPRequest, body: RequestBody, context: ChannelHandlerContext) {
         guard let exchange else { return }
         let request = Request(head: head, body: body)
-        let requestContext = GatewayRequestContext(source: .init(channel: context.channel, logger: logger))
+        let requestContext = GatewayRequestContext(connection: .init(channel: context.channel, logger: logger))
         exchange.cutShort = requestContext.cutShort
         let writer = ResponseChannelWriter(connection: NIOLoopBound(self, eventLoop: context.eventLoop),
                                            exchange: NIOLoopBound(exchange, eventLoop: context.eventLoop))

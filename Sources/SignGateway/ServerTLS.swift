@@ -195,9 +195,9 @@ extension Gateway {
     /// The server: plain HTTP/1.1, or TLS with HTTP/1.1 and (by ALPN) HTTP/2.
     static func server(_ http1: HTTP1Channel.Configuration, responder: RouterResponder<GatewayRequestContext>,
                        tls: GatewayConfiguration.TLS?, certificate: ServerCertificate?,
-                       limits: GatewayConfiguration.Limits) -> HTTPServerBuilder {
-        let plain = GatewayHTTP1Channel(responder: responder, configuration: http1,
-                                        bodyRate: .init(minimum: limits.minBodyRate, window: .seconds(limits.bodyRateWindow)))
+                       limits: GatewayConfiguration.Limits, logger: Logger) -> HTTPServerBuilder {
+        let bodyRate = BodyRate(minimum: limits.minBodyRate, window: .seconds(limits.bodyRateWindow))
+        let plain = GatewayHTTP1Channel(responder: responder, configuration: http1, bodyRate: bodyRate)
         guard let tls, let certificate else { return HTTPServerBuilder { _ in plain } }
         let handshake = TimeAmount.seconds(limits.idleTimeout)
         return HTTPServerBuilder { responder in
@@ -205,7 +205,11 @@ extension Gateway {
             if tls.http2 {
                 // A connection with no open stream is sent GOAWAY after the idle timeout, and closed
                 // one timeout later whether or not the client answers (`HandshakeDeadline`).
-                var configuration = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: http1)
+                var stream = http1
+                stream.additionalChannelHandlers = { [additional = http1.additionalChannelHandlers] in
+                    additional() + (bodyRate.minimum > 0 ? [StreamBodyRate(rate: bodyRate, logger: logger)] : [])
+                }
+                var configuration = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: stream)
                 configuration.gracefulCloseTimeout = .seconds(limits.idleTimeout)
                 http2 = HTTP2Channel(responder: responder, configuration: configuration)
             }

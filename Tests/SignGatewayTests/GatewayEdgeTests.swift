@@ -376,17 +376,36 @@ private func commandBlocking(_ executable: String, _ arguments: [String], input:
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
+/// A body of `chunks` bytes, one every `every`, of no stated length.
+struct Trickle: AsyncSequence, Sendable {
+    let chunks: Int
+    let every: Duration
+
+    func makeAsyncIterator() -> Iterator { Iterator(left: chunks, every: every) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var left: Int
+        let every: Duration
+        mutating func next() async throws -> ByteBuffer? {
+            guard left > 0 else { return nil }
+            left -= 1
+            try await Task.sleep(for: every)
+            return ByteBuffer(string: "t")
+        }
+    }
+}
+
 extension GatewayEdgeTests {
     // MARK: TLS and HTTP/2
 
     /// signd terminating TLS for `chain` and `key` in front of `upstream` (`/public/**` unchecked).
     static func tlsConfiguration(upstream: Int, keys: String, chain: String, key: String, http2: Bool = true, idleTimeout: Int = 30,
-                                 limits: [String: Int] = [:]) -> String {
+                                 limits: [String: Int] = [:], bodyLimit: Int? = nil) -> String {
         GatewayTests.configuration(upstream: upstream, keys: keys, [
             "origin": ["scheme": "https"], "limits": limits.merging(["idleTimeout": idleTimeout]) { a, _ in a },
             "tls": ["certificateChain": chain, "privateKey": key, "http2": http2, "reloadInterval": 1],
             "policy": ["routes": [["route": "/public/**", "signature": "off"]]],
-        ])
+        ].merging(bodyLimit.map { ["body": ["mode": "streamed", "limit": $0]] } ?? [:]) { a, _ in a })
     }
 
     /// curl's HTTP version and status for an unsigned GET of `path`, trusting `authority`.
@@ -521,6 +540,74 @@ extension GatewayEdgeTests {
             }
             #expect(!upstream.all.contains { $0.path == "/public/slow" && $0.complete })
             #expect(upstream.all.filter { $0.path == "/public/fast" && $0.complete && $0.bodyBytes == 6000 }.count == 2)
+        }
+    }
+
+    /// HTTP/2 streams are held to `limits.minBodyRate` as HTTP/1.1 connections are: a body curl
+    /// uploads on a stream slower than it, with a length or without one (forwarded chunked), is
+    /// answered 408, never forwarded whole, and counted as the client saw it (408, its upstream
+    /// exchange `cancelled`, no upstream failure); one sent at full speed is forwarded whole, and
+    /// so is one signd holds back (its upstream slow to read); a client gone before its answer is
+    /// counted 499.
+    @Test func http2BodiesAreHeldToTheMinimumRate() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let body = folder.path + "/body"
+        try Data(repeating: UInt8(ascii: "b"), count: 6000).write(to: URL(fileURLWithPath: body))
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            // A rate no body held back by signd for 3 s could keep up with, were its clock left running.
+            let json = Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key,
+                                             limits: ["minBodyRate": 1 << 20, "bodyRateWindow": 1], bodyLimit: 64 << 20)
+            try await GatewayOperationsTests.withObservedGateway(json) { port, metricsPort, logs in
+                let upload = ["--http2", "--data-binary", "@" + body, "-H", "Content-Type: application/octet-stream"]
+                let started = ContinuousClock.now
+                let slow = try await Self.curl(port, "/public/slow", authority: authority.certificate, upload + ["--limit-rate", "300"])
+                #expect(slow.1 == "2 408", "\(slow)")
+                #expect(ContinuousClock.now - started < .seconds(6))
+                // Without a length (curl sends none from stdin, but then reads no answer before its upload ends).
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.trustRoots = .file(authority.certificate)
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+                defer { _ = client.shutdown() }
+                var unsized = HTTPClientRequest(url: "https://localhost:\(port)/public/unsized")
+                unsized.method = .POST
+                unsized.body = .stream(Trickle(chunks: 30, every: .milliseconds(100)), length: .unknown)
+                let refused = try await client.execute(unsized, timeout: .seconds(10))
+                #expect(refused.status == .requestTimeout && refused.version == .http2)
+                // 8 MiB at once to an upstream that waits 3 s before reading: signd, not the client, is slow.
+                var held = HTTPClientRequest(url: "https://localhost:\(port)/public/wait/held")
+                held.method = .POST
+                held.body = .bytes(ByteBuffer(repeating: 7, count: 8 << 20))
+                let heldStatus = try await client.execute(held, timeout: .seconds(20)).status
+                #expect(heldStatus == .ok, "\(heldStatus)")
+                #expect(try await Self.curl(port, "/public/fast", authority: authority.certificate, upload) == (0, "2 200"))
+                // The upstream answers /public/wait after 3 s; the client leaves after 1.
+                _ = try await Self.curl(port, "/public/wait", authority: authority.certificate, ["--http2", "--max-time", "1"])
+
+                let http = HTTPClient(eventLoopGroupProvider: .singleton)
+                defer { _ = http.shutdown() }
+                let metrics: @Sendable () async -> String = {
+                    (try? await GatewayOperationsTests.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"),
+                                                                                   timeout: .seconds(10)))) ?? ""
+                }
+                let settled = try await eventually {
+                    let text = await metrics()
+                    return text.contains(#"signd_upstream_responses_total{status="cancelled"} 3"#) && text.contains(#"signd_requests_total{status="408"} 2"#)
+                        && text.contains(#"signd_requests_total{status="499"} 1"#)
+                }
+                let counted = await metrics()
+                #expect(settled, "\(counted)")
+                #expect(!counted.contains(#"status="failed""#), "\(counted)")
+                #expect(logs.entries.contains { $0.message == "request" && "\($0.metadata["signd.status"] ?? "")" == "408" })
+                #expect(!logs.entries.contains { $0.message == "upstream request failed" })
+            }
+            #expect(!upstream.all.contains { ($0.path == "/public/slow" || $0.path == "/public/unsized") && $0.complete },
+                    "\(upstream.all.map { ($0.path, $0.bodyBytes, $0.complete) })")
+            #expect(upstream.all.contains { $0.path == "/public/fast" && $0.complete && $0.bodyBytes == 6000 })
+            #expect(upstream.all.contains { $0.path == "/public/wait/held" && $0.complete && $0.bodyBytes == 8 << 20 })
         }
     }
 

@@ -106,7 +106,7 @@ final class Upstream: Sendable {
                     try await writer.finish(nil)
                 })
             }
-            if request.uri.path == "/slow" {
+            if request.uri.path == "/slow" || request.uri.path.hasPrefix("/public/wait") {
                 try await Task.sleep(for: .seconds(3))
             }
             if request.uri.path == "/flaky", upstream.flakyLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) {
