@@ -4,7 +4,7 @@ import NIOCore
 /// `limits.bodyRateWindow`): a body sent a byte at a time completes a part every time, and the
 /// idle timeout alone would keep its connection (and an upstream connection) forever. Windows,
 /// not the average since the start: bytes sent fast first buy no time for a trickle after.
-/// Held by HTTP/1.1 connections (`HTTP1Connection`) and HTTP/2 streams (`StreamBodyRate`).
+/// Held by HTTP/1.1 connections (`HTTP1Connection`) and HTTP/2 streams (`HTTP2StreamLimits`).
 struct BodyRate: Sendable {
     /// Bytes a second; 0 turns the check off.
     var minimum: Int

@@ -28,7 +28,7 @@ public struct GatewayRequestContext: SignatureRequestContext {
     /// Set when the response is the upstream's: its fields (a `signcore-error` an upstream that
     /// verifies too may send) are not signd's.
     let upstreamAnswered = NIOLockedValueBox(false)
-    /// Set when signd's HTTP/1.1 connection (`HTTP1Connection`) or HTTP/2 stream (`StreamBodyRate`)
+    /// Set when signd's HTTP/1.1 connection (`HTTP1Connection`) or HTTP/2 stream (`HTTP2StreamLimits`)
     /// cut the request short before its answer ended: 408 when it answered a body slower than
     /// `limits.minBodyRate` itself, 499 when the client went away. The access log reports that
     /// status, the proxy an upstream exchange `cancelled`.
@@ -37,7 +37,7 @@ public struct GatewayRequestContext: SignatureRequestContext {
     /// Hummingbird's, for an HTTP/2 stream: the stream's mark is shared.
     public init(source: ApplicationRequestContextSource) {
         self.init(connection: source)
-        StreamBodyRate.share(cutShort, on: source.channel)
+        HTTP2StreamLimits.share(cutShort, on: source.channel)
     }
 
     /// signd's HTTP/1.1 connection, which marks `cutShort` itself.

@@ -38,7 +38,8 @@ struct GatewayHTTP1Channel: ServerChildChannel {
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try pipeline.addHandlers(configuration.additionalChannelHandlers())
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: configuration.idleTimeout.map { .init($0) }, logger: logger))
-            try pipeline.addHandler(HTTP1Connection(responder: responder, bodyRate: bodyRate, logger: logger))
+            try pipeline.addHandler(HTTP1Connection(responder: responder, bodyRate: bodyRate,
+                                                    sendTimeout: configuration.idleTimeout, logger: logger))
             return Value(channel: channel)
         }
     }
@@ -141,6 +142,11 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     private var lingerTimer: Scheduled<Void>?
     private var flushScheduled = false
     private var writableWaiters: [EventLoopPromise<Void>] = []
+    /// The most an answer waits for the client to take more of it (`limits.idleTimeout`): the
+    /// idle timer does not run while a response is under way, so a client that never reads would
+    /// hold its request, and the upstream connection streaming the answer, for ever.
+    private let sendTimeout: TimeAmount?
+    private var sendTimer: Scheduled<Void>?
     /// How long a closing connection reads what the client still sends (a body nobody took),
     /// so that closing it does not reset the response the client has not read yet (RFC 9112 §9.6).
     private static let lingerTime = TimeAmount.seconds(5)
@@ -150,7 +156,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// The most held for later requests before the connection stops reading: parts, bytes.
     private static let backlogLimit = (parts: 64, bytes: 64 << 10)
 
-    init(responder: RouterResponder<GatewayRequestContext>, bodyRate: BodyRate, logger: Logger) {
+    init(responder: RouterResponder<GatewayRequestContext>, bodyRate: BodyRate, sendTimeout: TimeAmount?, logger: Logger) {
+        self.sendTimeout = sendTimeout
         self.responder = responder
         self.bodyRate = bodyRate
         self.logger = logger
@@ -364,6 +371,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         lingerTimer = nil
         bodyRateTimer?.cancel()
         bodyRateTimer = nil
+        sendTimer?.cancel()
+        sendTimer = nil
         if let exchange {
             if !exchange.responseEnded { exchange.cutShort?.withLockedValue { $0 = $0 ?? 499 } }
             exchange.task?.cancel()
@@ -520,6 +529,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         guard !context.channel.isWritable else { return nil }
         let promise = context.eventLoop.makePromise(of: Void.self)
         writableWaiters.append(promise)
+        startSendTimer(context: context)
         context.flush()
         return promise.futureResult
     }
@@ -533,11 +543,28 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
+            sendTimer?.cancel()
+            sendTimer = nil
             let waiters = writableWaiters
             writableWaiters = []
             for waiter in waiters { waiter.succeed() }
         }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// The answer now waits for the client to read: past `sendTimeout` without the client taking
+    /// enough of it for the connection to be writable again (nginx's `send_timeout`), the request
+    /// is cancelled (its upstream exchange with it) and the connection closed.
+    private func startSendTimer(context: ChannelHandlerContext) {
+        guard let sendTimeout, sendTimer == nil else { return }
+        sendTimer = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
+            sendTimer = nil
+            guard let context = self.context, !context.channel.isWritable, let exchange else { return }
+            logger.info("client not reading its answer", metadata: ["signd.seconds": "\(sendTimeout.nanoseconds / 1_000_000_000)"])
+            if !exchange.responseEnded { exchange.cutShort?.withLockedValue { $0 = $0 ?? 499 } }
+            exchange.task?.cancel()
+            context.close(promise: nil)
+        }
     }
 
     /// The response has ended: the next request is handled once this one has been read to its

@@ -207,7 +207,7 @@ extension Gateway {
                 // one timeout later whether or not the client answers (`HandshakeDeadline`).
                 var stream = http1
                 stream.additionalChannelHandlers = { [additional = http1.additionalChannelHandlers] in
-                    additional() + (bodyRate.minimum > 0 ? [StreamBodyRate(rate: bodyRate, logger: logger)] : [])
+                    additional() + [HTTP2StreamLimits(rate: bodyRate, sendTimeout: handshake, logger: logger)]
                 }
                 var configuration = HTTP2ChannelConfiguration(idleTimeout: .seconds(limits.idleTimeout), streamConfiguration: stream)
                 configuration.gracefulCloseTimeout = .seconds(limits.idleTimeout)

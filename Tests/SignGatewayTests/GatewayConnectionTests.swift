@@ -152,6 +152,22 @@ import Testing
         }
     }
 
+    /// A client that asks for a long answer and never reads it: the idle timer does not run while
+    /// a response is under way, so after `limits.idleTimeout` of waiting for the client to take
+    /// more (nginx's `send_timeout`), signd cuts the connection and lets go of the upstream
+    /// exchange, long before the client reads.
+    @Test func aClientThatNeverReadsItsAnswerIsCutOff() async throws {
+        try await Self.withOffGateway(limits: ["idleTimeout": 1]) { port, upstream in
+            let request = "GET /huge HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
+            // Sends nothing more for 7 s (the empty segments), reading nothing meanwhile.
+            let client = Task { try await rawHTTP(port: port, segments: [request] + Array(repeating: "", count: 70), readLimit: 256 << 10) }
+            let released = try await eventually { upstream.all.contains { $0.path == "/huge" } }
+            #expect(released, "the upstream is still streaming to a client that reads nothing")
+            #expect(upstream.all.first { $0.path == "/huge" }.map { !$0.complete } == true)
+            _ = try? await client.value
+        }
+    }
+
     /// More bytes after a body whose framing broke while its request was being answered (the
     /// client still sending): the answer reaches the client, and nothing after the break is read
     /// as requests.

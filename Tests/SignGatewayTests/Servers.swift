@@ -90,7 +90,7 @@ final class Upstream: Sendable {
             }
             // 64 MiB answered in 64 KiB chunks; recorded when the answer ends, with the bytes
             // written and whether all were (a client gone stops it only if signd lets go).
-            if request.uri.path == "/huge" {
+            if request.uri.path == "/huge" || request.uri.path == "/public/huge" {
                 let upstream = self.upstream
                 // 1 GiB, far past what the kernel's socket buffers on both of signd's sides hold
                 // (tcp_rmem may grow to 32 MiB): it ends only if something reads it all.
@@ -98,7 +98,7 @@ final class Upstream: Sendable {
                 let chunks = 16_384
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody(contentLength: chunks * chunk.readableBytes) { writer in
                     var sent = 0
-                    defer { upstream.records.withLock { $0.append(Record(path: "/huge", bodyBytes: sent, complete: sent == chunks * chunk.readableBytes)) } }
+                    defer { upstream.records.withLock { $0.append(Record(path: request.uri.path, bodyBytes: sent, complete: sent == chunks * chunk.readableBytes)) } }
                     for _ in 0..<chunks {
                         try await writer.write(chunk)
                         sent += chunk.readableBytes
