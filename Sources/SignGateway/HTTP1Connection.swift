@@ -553,18 +553,26 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The answer now waits for the client to read: past `sendTimeout` without the client taking
-    /// enough of it for the connection to be writable again (nginx's `send_timeout`), the request
-    /// is cancelled (its upstream exchange with it) and the connection closed.
+    /// a byte of it (nginx's `send_timeout`: the bytes the connection holds have not gone down),
+    /// the request is cancelled (its upstream exchange with it) and the connection closed. Nothing
+    /// more is written meanwhile (the answer's writer waits for the connection to be writable).
     private func startSendTimer(context: ChannelHandlerContext) {
         guard let sendTimeout, sendTimer == nil else { return }
+        let held = Self.heldBytes(context.channel)
         sendTimer = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
             sendTimer = nil
             guard let context = self.context, !context.channel.isWritable, let exchange else { return }
+            if let held, let now = Self.heldBytes(context.channel), now < held { return startSendTimer(context: context) }
             logger.info("client not reading its answer", metadata: ["signd.seconds": "\(sendTimeout.nanoseconds / 1_000_000_000)"])
             if !exchange.responseEnded { exchange.cutShort?.withLockedValue { $0 = $0 ?? 499 } }
             exchange.task?.cancel()
             context.close(promise: nil)
         }
+    }
+
+    /// The bytes the connection holds, not yet taken by the socket.
+    private static func heldBytes(_ channel: any Channel) -> Int? {
+        try? channel.syncOptions?.getOption(.bufferedWritableBytes)
     }
 
     /// The response has ended: the next request is handled once this one has been read to its

@@ -41,6 +41,11 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
     private var headWritten = false
     /// The answer's end, written by its task; completed once it has gone to the connection.
     private var answerSent: EventLoopFuture<Void>?
+    /// Answered 408 for a slow body: what more of the body comes is dropped, never handed to the
+    /// request's reader (which would forward it whole), until the reset fails that reader.
+    private var bodyCut = false
+    /// When a part of the answer last went to the connection: the send timer starts again from it.
+    private var lastSent = NIODeadline.now()
 
     init(rate: BodyRate, sendTimeout: TimeAmount?, logger: Logger) {
         self.rate = rate
@@ -71,6 +76,7 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: The request
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if bodyCut { return }
         switch unwrapInboundIn(data) {
         case .body(let chunk):
             if rate.minimum > 0, !inBody, !clock.started {
@@ -139,6 +145,7 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
     /// body fails (a reset stream fails its reader: never a body read so far taken for whole).
     private func bodyTooSlow(context: ChannelHandlerContext) {
         inBody = false
+        bodyCut = true
         if !headWritten {
             mark(408)
             headWritten = true
@@ -172,10 +179,21 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
             answerSent = sent.futureResult
             context.write(data, promise: sent)
             return
-        case .head, .body:
+        case .body:
+            // Progress for the send timer (a stream's window opens a little at a time).
+            let sent = promise ?? context.eventLoop.makePromise(of: Void.self)
+            sent.futureResult.hop(to: context.eventLoop).assumeIsolated().whenSuccess { [self] in lastSent = .now() }
+            context.write(data, promise: sent)
+            return
+        case .head:
             break
         }
         context.write(data, promise: promise)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if !context.channel.isWritable { startSendTimer(context: context) }
+        context.fireChannelActive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -188,13 +206,15 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelWritabilityChanged()
     }
 
-    /// Past `sendTimeout` not writable (or waiting to send the answer's end), the stream is cut:
-    /// a client that takes nothing would otherwise hold the stream, its request and the upstream
-    /// connection streaming the answer, for ever.
-    private func startSendTimer(context: ChannelHandlerContext) {
+    /// Past `sendTimeout` not writable (or waiting to send the answer's end) with no part of the
+    /// answer sent meanwhile (nginx's `send_timeout`), the stream is cut: a client that takes
+    /// nothing would otherwise hold the stream, its request and the upstream connection streaming
+    /// the answer, for ever.
+    private func startSendTimer(context: ChannelHandlerContext, from start: NIODeadline = .now()) {
         guard let sendTimeout, sendTimer == nil else { return }
-        sendTimer = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
+        sendTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: start + sendTimeout) { [self] in
             sendTimer = nil
+            if lastSent > start { return startSendTimer(context: context, from: lastSent) }
             logger.info("client not reading its answer", metadata: ["signd.seconds": "\(sendTimeout.nanoseconds / 1_000_000_000)"])
             if answerSent == nil { mark(499) }
             context.close(promise: nil)
