@@ -529,8 +529,8 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         guard !context.channel.isWritable else { return nil }
         let promise = context.eventLoop.makePromise(of: Void.self)
         writableWaiters.append(promise)
-        startSendTimer(context: context)
         context.flush()
+        startSendTimer(context: context)  // after the flush: what the socket takes from here on is the client's doing
         return promise.futureResult
     }
 
@@ -557,7 +557,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// the request is cancelled (its upstream exchange with it) and the connection closed. Nothing
     /// more is written meanwhile (the answer's writer waits for the connection to be writable).
     private func startSendTimer(context: ChannelHandlerContext) {
-        guard let sendTimeout, sendTimer == nil else { return }
+        guard let sendTimeout, sendTimer == nil, !context.channel.isWritable else { return }
         let held = Self.heldBytes(context.channel)
         sendTimer = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
             sendTimer = nil
