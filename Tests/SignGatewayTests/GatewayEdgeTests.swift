@@ -587,12 +587,7 @@ extension GatewayEdgeTests {
                 // The upstream answers /public/wait after 3 s; the client leaves after 1.
                 _ = try await Self.curl(port, "/public/wait", authority: authority.certificate, ["--http2", "--max-time", "1"])
 
-                let http = HTTPClient(eventLoopGroupProvider: .singleton)
-                defer { _ = http.shutdown() }
-                let metrics: @Sendable () async -> String = {
-                    (try? await GatewayOperationsTests.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"),
-                                                                                   timeout: .seconds(10)))) ?? ""
-                }
+                let metrics: @Sendable () async -> String = { await GatewayOperationsTests.metrics(client, port: metricsPort) }
                 let settled = try await eventually {
                     let text = await metrics()
                     return text.contains(#"signd_upstream_responses_total{status="cancelled"} 3"#) && text.contains(#"signd_requests_total{status="408"} 2"#)

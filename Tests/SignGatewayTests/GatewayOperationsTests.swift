@@ -94,6 +94,11 @@ import Testing
         String(buffer: try await response.body.collect(upTo: 1 << 20))
     }
 
+    /// signd's Prometheus text on `metricsPort`, or "" when it cannot be read (for `eventually`).
+    static func metrics(_ http: HTTPClient, port metricsPort: Int) async -> String {
+        (try? await text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"), timeout: .seconds(10)))) ?? ""
+    }
+
     /// A request an HTTP/1.1 connection cuts short is counted as its client saw it: a body slower
     /// than `limits.minBodyRate` as 408, a client gone before its answer as 499; the upstream
     /// exchange of each as `cancelled`, never as an upstream failure (no warning, no `failed`).
@@ -116,10 +121,7 @@ import Testing
 
                 let http = HTTPClient(eventLoopGroupProvider: .singleton)
                 defer { _ = http.shutdown() }
-                let metrics: @Sendable () async -> String = {
-                    (try? await Self.text(try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(metricsPort)/metrics"),
-                                                                 timeout: .seconds(10)))) ?? ""
-                }
+                let metrics: @Sendable () async -> String = { await Self.metrics(http, port: metricsPort) }
                 let settled = try await eventually {
                     let text = await metrics()
                     return text.contains(#"signd_upstream_responses_total{status="cancelled"} 2"#)
