@@ -142,6 +142,9 @@ let servers: [Target] = [
     .executableTarget(name: "signd", dependencies: ["SignGateway", "SignCore", logging, .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                                     .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+    // The gateway benchmark's ceiling row: a bare SwiftNIO proxy, nothing of a gateway (scripts/gateway-bench).
+    .executableTarget(name: "proxy-ceiling", dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                            .product(name: "NIOPosix", package: "swift-nio")]),
     // Tests by module, each naming only what it uses; the PostgreSQL server they start is shared.
     .target(name: "SignTestSupport", dependencies: [.product(name: "PostgresNIO", package: "postgres-nio"), logging, httpTypes,
                                                     .product(name: "AsyncHTTPClient", package: "async-http-client"),
