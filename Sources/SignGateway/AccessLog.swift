@@ -27,7 +27,7 @@ struct AccessLog {
 
     private func finish(_ request: Request, context: Context, status: Int, code: String?, started: ContinuousClock.Instant) {
         // When the connection cut the request short, its own answer is what the client got (499: none).
-        let (status, code) = context.cutShort.withLockedValue { $0 }.map { ($0, nil) } ?? (status, code)
+        let (status, code) = context.cutShort.status.map { ($0, nil) } ?? (status, code)
         let elapsed = ContinuousClock.now - started
         metrics.request(status: status, elapsed: elapsed)
         guard enabled, context.logger.logLevel <= .info else { return }

@@ -97,7 +97,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         var task: Task<Void, Never>?
         var bodyClock = BodyClock()
         /// The request context's: set when the connection cuts the request short.
-        var cutShort: NIOLockedValueBox<Int?>?
+        var cutShort: CutShort?
 
         var requestRead: Bool {
             if case .ended = reading { true } else { false }
@@ -374,7 +374,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
         sendTimer?.cancel()
         sendTimer = nil
         if let exchange {
-            if !exchange.responseEnded { exchange.cutShort?.withLockedValue { $0 = $0 ?? 499 } }
+            if !exchange.responseEnded { exchange.cutShort?.mark(499) }
             exchange.task?.cancel()
             if case .streaming(let source) = exchange.reading { source.finish(ChannelError.eof) }
         }
@@ -439,7 +439,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         // The request's task learns it was cut short before its body fails.
-        exchange.cutShort?.withLockedValue { $0 = exchange.headWritten ? 499 : 408 }
+        exchange.cutShort?.mark(exchange.headWritten ? 499 : 408)
         exchange.task?.cancel()
         source.finish(SignCoreError(.invalidInput, "the request body came slower than limits.minBodyRate"))
         exchange.reading = .dropping
@@ -564,7 +564,7 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
             guard let context = self.context, !context.channel.isWritable, let exchange else { return }
             if let held, let now = Self.heldBytes(context.channel), now < held { return startSendTimer(context: context) }
             logger.info("client not reading its answer", metadata: ["signd.seconds": "\(sendTimeout.nanoseconds / 1_000_000_000)"])
-            if !exchange.responseEnded { exchange.cutShort?.withLockedValue { $0 = $0 ?? 499 } }
+            if !exchange.responseEnded { exchange.cutShort?.mark(499) }
             exchange.task?.cancel()
             context.close(promise: nil)
         }

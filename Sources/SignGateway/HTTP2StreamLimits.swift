@@ -30,10 +30,12 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
     private let rate: BodyRate
     private let sendTimeout: TimeAmount?
     private let logger: Logger
-    private var cutShort = NIOLockedValueBox<Int?>(nil)
+    private var cutShort = CutShort()
     private var clock = BodyClock()
     /// From the body's first byte to its end.
     private var inBody = false
+    /// The request's end has been read: a stream closed before it cut its body short.
+    private var requestEnded = false
     /// A read asked for by the stream's reader, not yet answered: signd waits for the client.
     private var readWaiting = false
     private var rateTimer: Scheduled<Void>?
@@ -55,22 +57,22 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The request's context, made in its task once the stream's head has been read, shares the
     /// stream's mark; a stream already gone (its handlers removed) marks it 499 itself.
-    static func share(_ box: NIOLockedValueBox<Int?>, on channel: any Channel) {
+    static func share(_ mark: CutShort, on channel: any Channel) {
         channel.pipeline.handler(type: HTTP2StreamLimits.self).whenComplete { found in
             switch found {
-            case .success(let limits): limits.adopt(box)
-            case .failure: if !channel.isActive { box.withLockedValue { $0 = $0 ?? 499 } }
+            case .success(let limits): limits.adopt(mark)
+            case .failure: if !channel.isActive { mark.mark(499) }
             }
         }
     }
 
-    private func adopt(_ box: NIOLockedValueBox<Int?>) {
-        if let mark = cutShort.withLockedValue({ $0 }) { box.withLockedValue { $0 = $0 ?? mark } }
-        cutShort = box
+    private func adopt(_ mark: CutShort) {
+        if let status = cutShort.status { mark.mark(status) }
+        cutShort = mark
     }
 
     private func mark(_ status: Int) {
-        cutShort.withLockedValue { $0 = $0 ?? status }
+        cutShort.mark(status)
     }
 
     // MARK: The request
@@ -85,6 +87,7 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
             }
             clock.received(chunk.readableBytes, paused: !readWaiting)
         case .end:
+            requestEnded = true
             bodyEnded()
         case .head:
             break
@@ -111,9 +114,16 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireErrorCaught(error)
     }
 
+    /// A stream closed with its connection ends with no error of its own (NIOHTTP2 closes it
+    /// cleanly, and its reader would take the body read so far for whole): a request not read to
+    /// its end fails it first, so that an upload is never forwarded as complete.
     func channelInactive(context: ChannelHandlerContext) {
         stopTimers()
         if answerSent == nil { mark(499) }
+        if !requestEnded {
+            requestEnded = true
+            context.fireErrorCaught(ChannelError.eof)
+        }
         context.fireChannelInactive()
     }
 

@@ -206,7 +206,10 @@ struct ProxyMiddleware: RouterMiddleware {
         }
         let started = ContinuousClock.now
         do {
-            let response = try await client.execute(outgoing, body: upload?.chunks, timeout: timeout, on: context.eventLoop)
+            let (client, head, body, loop) = (client, outgoing, upload?.chunks, context.eventLoop)
+            let response = try await context.onHTTP2Stream
+                ? Self.cancellable(by: context.cutShort) { try await client.execute(head, body: body, timeout: timeout, on: loop) }
+                : client.execute(head, body: body, timeout: timeout, on: loop)
             metrics.upstream(String(response.head.status.code), elapsed: ContinuousClock.now - started)
             var headers = HTTPFields(response.head.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
@@ -245,7 +248,7 @@ struct ProxyMiddleware: RouterMiddleware {
             await upload?.finish()
             // The client's connection cut the request short (the client gone, or its body too
             // slow): no fault of the upstream's, and nobody reads this answer.
-            if context.cutShort.withLockedValue({ $0 }) != nil || Task.isCancelled {
+            if context.cutShort.status != nil || Task.isCancelled {
                 metrics.upstream("cancelled", elapsed: ContinuousClock.now - started)
                 return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
             }
@@ -267,6 +270,15 @@ struct ProxyMiddleware: RouterMiddleware {
 }
 
 extension ProxyMiddleware {
+    /// `operation` in a task of its own, cancelled when the request is cut short: an HTTP/2
+    /// stream's request task is not cancelled by a reset (RST_STREAM), and the upstream exchange of
+    /// a reset stream must not go on (its place is free for another at once: CVE-2023-44487).
+    static func cancellable<T: Sendable>(by cut: CutShort, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task(operation: operation)
+        cut.whenCut { task.cancel() }
+        return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+    }
+
     /// The rest of a signed body, read within the upstream timeout; the error that ended it, or
     /// nil when it ended well.
     func readRest(of upload: UpstreamBody, timeout: TimeAmount) async -> (any Error)? {

@@ -606,6 +606,99 @@ extension GatewayEdgeTests {
         }
     }
 
+    /// An HTTP/2 upload of no stated length whose connection ends halfway, no RST_STREAM sent: the
+    /// upstream gets it cut short, never as a whole body. NIOHTTP2 closes the streams of a closed
+    /// connection cleanly, so a connection closed cleanly (TLS close_notify, an h2 client from
+    /// PyPI) would otherwise end the body well; a client killed (curl) resets it.
+    @Test func http2UploadCutByItsConnectionIsNeverWhole() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key)) { port in
+                let closing = """
+                    import socket, ssl, sys, time, h2.config, h2.connection
+                    port, ca = int(sys.argv[1]), sys.argv[2]
+                    tls = ssl.create_default_context(cafile=ca)
+                    tls.set_alpn_protocols(["h2"])
+                    sock = tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname="localhost")
+                    assert sock.selected_alpn_protocol() == "h2"
+                    h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+                    h2c.initiate_connection()
+                    h2c.send_headers(1, [(":method", "PUT"), (":path", "/public/closed"), (":scheme", "https"), (":authority", f"localhost:{port}")])
+                    for _ in range(4): h2c.send_data(1, b"x" * 5000)
+                    sock.sendall(h2c.data_to_send())
+                    sock.settimeout(0.2)
+                    end = time.time() + 1.5
+                    while time.time() < end:  # what signd sends meanwhile (its settings, window updates) is read
+                        try:
+                            if not sock.recv(65536): break
+                        except socket.timeout:
+                            pass
+                    sock.settimeout(5)
+                    try:
+                        sock.unwrap()  # close_notify, then signd's
+                    except (ssl.SSLError, OSError):
+                        pass
+                    sock.close()
+                    print("closed")
+                    """
+                let (_, said) = try await command("/bin/sh", ["-c", "python3 -c \"$0\" \"$1\" \"$2\" 2>&1", closing, "\(port)", authority.certificate])
+                #expect(said.contains("closed"), "\(said)")
+                // curl sends 20,000 bytes of its standard input, then waits for more, and is killed.
+                let killed = """
+                    (head -c 20000 /dev/zero; sleep 5) | curl -sS --http2 --cacert '\(authority.certificate)' -T - -o /dev/null \\
+                        https://127.0.0.1:\(port)/public/killed 2>/dev/null &
+                    sleep 1.5; kill -9 $!
+                    """
+                _ = try await command("/bin/sh", ["-c", killed])
+                for path in ["/public/closed", "/public/killed"] {
+                    let recorded = try await eventually { upstream.all.contains { $0.path == path } }
+                    #expect(recorded, "\(path) never reached the upstream")
+                    let record = upstream.all.first { $0.path == path }
+                    #expect(record.map { !$0.complete && $0.bodyBytes <= 20000 } == true, "\(path): \(String(describing: record))")
+                }
+            }
+        }
+    }
+
+    /// A stream the client resets (RST_STREAM, its connection kept) before its answer cancels the
+    /// request's upstream exchange at once: the stream's place is free again, so nothing of the
+    /// reset request may go on holding the upstream (the rapid-reset class, CVE-2023-44487).
+    @Test func http2StreamResetCancelsItsUpstreamExchange() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await GatewayOperationsTests.withObservedGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key)) {
+                port, metricsPort, _ in
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.trustRoots = .file(authority.certificate)
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+                defer { _ = client.shutdown() }
+                #expect(try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/first"), timeout: .seconds(10)).version == .http2)
+                // The upstream answers /public/wait after 3 s; the client resets the stream after 0.3 s.
+                await #expect(throws: (any Error).self) {
+                    try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/wait"), timeout: .milliseconds(300))
+                }
+                let metrics: @Sendable () async -> String = { await GatewayOperationsTests.metrics(client, port: metricsPort) }
+                let cancelled = try await eventually {
+                    let text = await metrics()
+                    return text.contains(#"signd_upstream_responses_total{status="cancelled"} 1"#) && text.contains(#"signd_requests_total{status="499"} 1"#)
+                }
+                let counted = await metrics()
+                #expect(cancelled, "the upstream exchange of a reset stream went on: \(counted)")
+                #expect(!counted.contains(#"signd_upstream_responses_total{status="200"} 2"#), "\(counted)")
+                // The connection serves on.
+                #expect(try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/next"), timeout: .seconds(10)).status == .ok)
+            }
+        }
+    }
+
     /// An HTTP/2 client that takes the head of a long answer and never reads its body (its stream's
     /// window never reopened): after `limits.idleTimeout` the stream is cut and the upstream
     /// exchange let go, while the connection serves on.
