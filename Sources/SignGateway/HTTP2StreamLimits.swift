@@ -189,16 +189,28 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
             answerSent = sent.futureResult
             context.write(data, promise: sent)
             return
-        case .body:
-            // Progress for the send timer (a stream's window opens a little at a time).
-            let sent = promise ?? context.eventLoop.makePromise(of: Void.self)
-            sent.futureResult.hop(to: context.eventLoop).assumeIsolated().whenSuccess { [self] in lastSent = .now() }
-            context.write(data, promise: sent)
+        case .body(var chunk):
+            // Progress for the send timer (a stream's window opens a little at a time). NIOHTTP2
+            // completes a part's promise once all of it has gone: parts of a frame's size at most,
+            // so that a client reading slowly but steadily is seen to take them.
+            while chunk.readableBytes > Self.progressStep, let piece = chunk.readSlice(length: Self.progressStep) {
+                writeBody(piece, promise: nil, context: context)
+            }
+            writeBody(chunk, promise: promise, context: context)
             return
         case .head:
             break
         }
         context.write(data, promise: promise)
+    }
+
+    /// The most of the answer's body written as one part: HTTP/2's smallest maximum frame size.
+    private static let progressStep = 16_384
+
+    private func writeBody(_ piece: ByteBuffer, promise: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+        let sent = promise ?? context.eventLoop.makePromise(of: Void.self)
+        sent.futureResult.hop(to: context.eventLoop).assumeIsolated().whenSuccess { [self] in lastSent = .now() }
+        context.write(wrapOutboundOut(.body(piece)), promise: sent)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -207,7 +219,8 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
+        // After a 408 the timer bounds the wait for its end to go, writable or not (`bodyTooSlow`).
+        if context.channel.isWritable, !bodyCut {
             sendTimer?.cancel()
             sendTimer = nil
         } else {

@@ -726,6 +726,59 @@ extension GatewayEdgeTests {
         }
     }
 
+    /// An HTTP/2 client that reads its answer slowly but steadily is not cut by the send timeout:
+    /// an h2 client (PyPI) opens its windows 16 KiB at a time, every 0.5 s, with `idleTimeout` 1,
+    /// and takes 192 KiB of an answer the upstream writes in 64 KiB parts. (Progress counted only
+    /// per part the upstream wrote, 2 s apart here, would reset the stream.)
+    @Test func http2ASlowSteadyReaderIsNotCut() async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: 1)) { port in
+                let reader = """
+                    import socket, ssl, sys, time, h2.config, h2.connection, h2.events, h2.settings
+                    port, ca = int(sys.argv[1]), sys.argv[2]
+                    tls = ssl.create_default_context(cafile=ca)
+                    tls.set_alpn_protocols(["h2"])
+                    sock = tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
+                    h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+                    h2c.initiate_connection()
+                    h2c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+                    h2c.send_headers(1, [(":method", "GET"), (":path", "/public/huge"), (":scheme", "https"), (":authority", f"localhost:{port}")],
+                                     end_stream=True)
+                    sock.sendall(h2c.data_to_send())
+                    sock.settimeout(0.05)
+                    got, unanswered, reset, grant, deadline = 0, 0, None, time.time(), time.time() + 30
+                    while got < 192 * 1024 and reset is None and time.time() < deadline:
+                        try:
+                            data = sock.recv(65536)
+                            if not data: break
+                            for event in h2c.receive_data(data):
+                                if isinstance(event, h2.events.DataReceived):
+                                    got += event.flow_controlled_length
+                                    unanswered += event.flow_controlled_length
+                                elif isinstance(event, h2.events.StreamReset):
+                                    reset = event.error_code
+                        except socket.timeout:
+                            pass
+                        if unanswered and time.time() >= grant:  # 16 KiB more, every 0.5 s
+                            step = min(unanswered, 16384)
+                            h2c.increment_flow_control_window(step)
+                            h2c.increment_flow_control_window(step, stream_id=1)
+                            unanswered -= step
+                            grant = time.time() + 0.5
+                        sock.sendall(h2c.data_to_send())
+                    print(f"got {got} reset {reset}")
+                    """
+                let (_, said) = try await command("/bin/sh", ["-c", "python3 -c \"$0\" \"$1\" \"$2\" 2>&1", reader, "\(port)", authority.certificate])
+                #expect(said.hasPrefix("got ") && said.contains("reset None") && (Int(said.split(separator: " ")[1]) ?? 0) >= 192 * 1024, "\(said)")
+            }
+        }
+    }
+
     /// New certificate files are served to new connections without a restart; a key that is not
     /// the certificate's is refused and the pair in use stays.
     @Test func certificateReloads() async throws {
