@@ -414,6 +414,43 @@ extension GatewayEdgeTests {
                     + options + ["https://127.0.0.1:\(port)" + path])
     }
 
+    /// signd over TLS (HTTP/2 offered, `/public/**` unsigned; `tlsConfiguration`) with a certificate
+    /// of a test authority, in front of a recording upstream; its metrics on `metricsPort`.
+    static func withTLSGateway(idleTimeout: Int = 30,
+                               _ body: @Sendable (_ port: Int, _ authority: TestAuthority, _ upstream: Upstream, _ metricsPort: Int) async throws -> Void)
+        async throws {
+        let folder = try TemporaryFolder()
+        let keys = try folder.writeKeys([Self.key])
+        let authority = try await TestAuthority(folder: folder.path)
+        let (chain, key) = try await authority.issue("first")
+        let upstream = Upstream()
+        try await upstream.run { upstreamPort in
+            let json = Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: idleTimeout)
+            try await GatewayOperationsTests.withObservedGateway(json) { port, metricsPort, _ in
+                try await body(port, authority, upstream, metricsPort)
+            }
+        }
+    }
+
+    /// What `script` prints (standard output and error), run by python3 after an HTTP/2 connection
+    /// to signd has been opened for it: `sock` (TLS, ALPN h2) and `h2c` (PyPI's h2, client side,
+    /// its preface written to `sock` by the script), `port` and the `time`, `socket`, `ssl` and h2
+    /// modules at hand. A raw client, for what no HTTP/2 library sends.
+    static func h2Client(_ port: Int, authority: TestAuthority, _ script: String) async throws -> String {
+        let preamble = """
+            import socket, ssl, sys, time, h2.config, h2.connection, h2.events, h2.settings
+            port, ca = int(sys.argv[1]), sys.argv[2]
+            tls = ssl.create_default_context(cafile=ca)
+            tls.set_alpn_protocols(["h2"])
+            sock = tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
+            assert sock.selected_alpn_protocol() == "h2"
+            h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            h2c.initiate_connection()
+
+            """
+        return try await command("/bin/sh", ["-c", #"python3 -c "$0" "$1" "$2" 2>&1"#, preamble + script, "\(port)", authority.certificate]).1
+    }
+
     /// The subject of the certificate signd presents now (openssl s_client).
     static func presentedSubject(_ port: Int) async throws -> String {
         let (_, pem) = try await command("/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost"])
@@ -425,95 +462,88 @@ extension GatewayEdgeTests {
     /// https; curl negotiates both; TLS 1.1 and below are refused; a silent connection that never
     /// finishes its handshake is closed.
     @Test func tlsWithHTTP2() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([Self.key])
-        let authority = try await TestAuthority(folder: folder.path)
-        let (chain, key) = try await authority.issue("first")
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: 1)) { port in
-                var tls = TLSConfiguration.makeClientConfiguration()
-                tls.trustRoots = .file(authority.certificate)
-                for version in [HTTPClient.Configuration.HTTPVersion.automatic, .http1Only] {
-                    var settings = HTTPClient.Configuration(tlsConfiguration: tls)
-                    settings.httpVersion = version
-                    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
-                    defer { _ = http.shutdown() }
-                    let client = SigningClient(signer: try Signer(key: Self.key, account: "acct-tls"))
-                    let get = try await http.execute(HTTPClientRequest(url: "https://localhost:\(port)/v1/orders?id=1"), client: client, timeout: .seconds(10))
-                    let getAnswer = try await GatewayTests.json(get)
-                    #expect(get.status == .ok && get.version == (version == .http1Only ? .http1_1 : .http2) && getAnswer["keyID"] == "gw-key")
-                    var post = HTTPClientRequest(url: "https://localhost:\(port)/v1/orders")
-                    post.method = .POST
-                    let posted = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 7, count: 100_000)), client: client, timeout: .seconds(10))
-                    let postAnswer = try await GatewayTests.json(posted)
-                    #expect(posted.status == .ok && postAnswer["bytes"] == "100000")
-                    // Signed for http://: refused over TLS (the listener's scheme is https).
-                    let signed = try Signer(key: Self.key).sign(method: .get, url: "http://localhost:\(port)/v1/orders", body: [])
-                    var downgraded = HTTPClientRequest(url: "https://localhost:\(port)/v1/orders")
-                    downgraded.headers.add(name: "whash", value: signed.whash)
-                    downgraded.headers.add(name: "wtoken", value: signed.wtoken)
-                    let refused = try await http.execute(downgraded, timeout: .seconds(10))
-                    #expect(refused.status == .unauthorized && refused.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true)
-                }
-                // HTTP/2 bodies without a length: a signed one streamed upstream whole, one on a GET refused unread.
-                let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+        try await Self.withTLSGateway(idleTimeout: 1) { port, authority, upstream, _ in
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(authority.certificate)
+            for version in [HTTPClient.Configuration.HTTPVersion.automatic, .http1Only] {
+                var settings = HTTPClient.Configuration(tlsConfiguration: tls)
+                settings.httpVersion = version
+                let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
                 defer { _ = http.shutdown() }
-                let body = [UInt8](repeating: 9, count: 70_000)
-                let signer = try Signer(key: Self.key)
-                for (method, path) in [(HTTPMethod.POST, "/v1/stream"), (.GET, "/public/get-body")] {
-                    var request = HTTPClientRequest(url: "https://localhost:\(port)" + path)
-                    request.method = method
-                    if method == .POST {
-                        let signed = try signer.sign(method: .post, url: "https://localhost:\(port)" + path, body: body)
-                        request.headers.add(name: "whash", value: signed.whash)
-                        request.headers.add(name: "wtoken", value: signed.wtoken)
-                    }
-                    let chunks = [ByteBuffer(bytes: body.prefix(30_000)), ByteBuffer(bytes: body.dropFirst(30_000))]
-                    request.body = .stream(chunks.async, length: .unknown)
-                    let response = try await http.execute(request, timeout: .seconds(10))
-                    let answer = try await GatewayTests.json(response)
-                    #expect(response.version == .http2)
-                    if method == .POST {
-                        #expect(response.status == .ok && answer["bytes"] == "70000")
-                    } else {
-                        #expect(response.status == .badRequest && response.headers.first(name: "signcore-error")?.hasPrefix("unexpectedBody") == true)
+                let client = SigningClient(signer: try Signer(key: Self.key, account: "acct-tls"))
+                let get = try await http.execute(HTTPClientRequest(url: "https://localhost:\(port)/v1/orders?id=1"), client: client, timeout: .seconds(10))
+                let getAnswer = try await GatewayTests.json(get)
+                #expect(get.status == .ok && get.version == (version == .http1Only ? .http1_1 : .http2) && getAnswer["keyID"] == "gw-key")
+                var post = HTTPClientRequest(url: "https://localhost:\(port)/v1/orders")
+                post.method = .POST
+                let posted = try await http.execute(post, body: .bytes(ByteBuffer(repeating: 7, count: 100_000)), client: client, timeout: .seconds(10))
+                let postAnswer = try await GatewayTests.json(posted)
+                #expect(posted.status == .ok && postAnswer["bytes"] == "100000")
+                // Signed for http://: refused over TLS (the listener's scheme is https).
+                let signed = try Signer(key: Self.key).sign(method: .get, url: "http://localhost:\(port)/v1/orders", body: [])
+                var downgraded = HTTPClientRequest(url: "https://localhost:\(port)/v1/orders")
+                downgraded.headers.add(name: "whash", value: signed.whash)
+                downgraded.headers.add(name: "wtoken", value: signed.wtoken)
+                let refused = try await http.execute(downgraded, timeout: .seconds(10))
+                #expect(refused.status == .unauthorized && refused.headers.first(name: "signcore-error")?.hasPrefix("whashMismatch") == true)
+            }
+            // HTTP/2 bodies without a length: a signed one streamed upstream whole, one on a GET refused unread.
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+            defer { _ = http.shutdown() }
+            let body = [UInt8](repeating: 9, count: 70_000)
+            let signer = try Signer(key: Self.key)
+            for (method, path) in [(HTTPMethod.POST, "/v1/stream"), (.GET, "/public/get-body")] {
+                var request = HTTPClientRequest(url: "https://localhost:\(port)" + path)
+                request.method = method
+                if method == .POST {
+                    let signed = try signer.sign(method: .post, url: "https://localhost:\(port)" + path, body: body)
+                    request.headers.add(name: "whash", value: signed.whash)
+                    request.headers.add(name: "wtoken", value: signed.wtoken)
+                }
+                let chunks = [ByteBuffer(bytes: body.prefix(30_000)), ByteBuffer(bytes: body.dropFirst(30_000))]
+                request.body = .stream(chunks.async, length: .unknown)
+                let response = try await http.execute(request, timeout: .seconds(10))
+                let answer = try await GatewayTests.json(response)
+                #expect(response.version == .http2)
+                if method == .POST {
+                    #expect(response.status == .ok && answer["bytes"] == "70000")
+                } else {
+                    #expect(response.status == .badRequest && response.headers.first(name: "signcore-error")?.hasPrefix("unexpectedBody") == true)
+                }
+            }
+            #expect(upstream.all.contains { $0.path == "/v1/stream" && $0.bodyBytes == 70_000 && $0.complete })
+            #expect(!upstream.all.contains { $0.path == "/public/get-body" })
+
+            // An HTTP/2 client that says hello, then nothing (and answers no PING): closed.
+            var h2 = TLSConfiguration.makeClientConfiguration()
+            h2.trustRoots = .file(authority.certificate)
+            h2.applicationProtocols = ["h2"]
+            let context = try NIOSSLContext(configuration: h2)
+            let hello = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: "localhost"))
                     }
                 }
-                #expect(upstream.all.contains { $0.path == "/v1/stream" && $0.bodyBytes == 70_000 && $0.complete })
-                #expect(!upstream.all.contains { $0.path == "/public/get-body" })
+                .connect(host: "127.0.0.1", port: port).get()
+            var preface = ByteBuffer(string: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            preface.writeBytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  // an empty SETTINGS frame
+            try await hello.writeAndFlush(preface)
+            #expect(try await eventually { !hello.isActive })
+            try? await hello.close()
 
-                // An HTTP/2 client that says hello, then nothing (and answers no PING): closed.
-                var h2 = TLSConfiguration.makeClientConfiguration()
-                h2.trustRoots = .file(authority.certificate)
-                h2.applicationProtocols = ["h2"]
-                let context = try NIOSSLContext(configuration: h2)
-                let hello = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: context, serverHostname: "localhost"))
-                        }
-                    }
-                    .connect(host: "127.0.0.1", port: port).get()
-                var preface = ByteBuffer(string: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-                preface.writeBytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  // an empty SETTINGS frame
-                try await hello.writeAndFlush(preface)
-                #expect(try await eventually { !hello.isActive })
-                try? await hello.close()
+            #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
+            #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
+            #expect(try await Self.curl(port, "/v1/orders", authority: authority.certificate, ["--http2"]) == (0, "2 401"))
+            #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.1", "--tls-max", "1.1"]).0 != 0)
+            #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.2", "--tls-max", "1.2"]) == (0, "2 200"))
+            #expect(upstream.all.filter { $0.path == "/public/a" }.count == 3)
 
-                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http2"]) == (0, "2 200"))
-                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--http1.1"]) == (0, "1.1 200"))
-                #expect(try await Self.curl(port, "/v1/orders", authority: authority.certificate, ["--http2"]) == (0, "2 401"))
-                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.1", "--tls-max", "1.1"]).0 != 0)
-                #expect(try await Self.curl(port, "/public/a", authority: authority.certificate, ["--tlsv1.2", "--tls-max", "1.2"]) == (0, "2 200"))
-                #expect(upstream.all.filter { $0.path == "/public/a" }.count == 3)
-
-                // A client that connects and sends nothing is closed after the idle timeout (1 s).
-                let silent = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
-                let closed = try await eventually { !silent.isActive }
-                #expect(closed)
-                try? await silent.close()
-            }
+            // A client that connects and sends nothing is closed after the idle timeout (1 s).
+            let silent = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
+            let closed = try await eventually { !silent.isActive }
+            #expect(closed)
+            try? await silent.close()
         }
     }
 
@@ -611,55 +641,39 @@ extension GatewayEdgeTests {
     /// connection cleanly, so a connection closed cleanly (TLS close_notify, an h2 client from
     /// PyPI) would otherwise end the body well; a client killed (curl) resets it.
     @Test func http2UploadCutByItsConnectionIsNeverWhole() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([Self.key])
-        let authority = try await TestAuthority(folder: folder.path)
-        let (chain, key) = try await authority.issue("first")
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key)) { port in
-                let closing = """
-                    import socket, ssl, sys, time, h2.config, h2.connection
-                    port, ca = int(sys.argv[1]), sys.argv[2]
-                    tls = ssl.create_default_context(cafile=ca)
-                    tls.set_alpn_protocols(["h2"])
-                    sock = tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname="localhost")
-                    assert sock.selected_alpn_protocol() == "h2"
-                    h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-                    h2c.initiate_connection()
-                    h2c.send_headers(1, [(":method", "PUT"), (":path", "/public/closed"), (":scheme", "https"), (":authority", f"localhost:{port}")])
-                    for _ in range(4): h2c.send_data(1, b"x" * 5000)
-                    sock.sendall(h2c.data_to_send())
-                    sock.settimeout(0.2)
-                    end = time.time() + 1.5
-                    while time.time() < end:  # what signd sends meanwhile (its settings, window updates) is read
-                        try:
-                            if not sock.recv(65536): break
-                        except socket.timeout:
-                            pass
-                    sock.settimeout(5)
+        try await Self.withTLSGateway { port, authority, upstream, _ in
+            let said = try await Self.h2Client(port, authority: authority, """
+                h2c.send_headers(1, [(":method", "PUT"), (":path", "/public/closed"), (":scheme", "https"), (":authority", f"localhost:{port}")])
+                for _ in range(4): h2c.send_data(1, b"x" * 5000)
+                sock.sendall(h2c.data_to_send())
+                sock.settimeout(0.2)
+                end = time.time() + 1.5
+                while time.time() < end:  # what signd sends meanwhile (its settings, window updates) is read
                     try:
-                        sock.unwrap()  # close_notify, then signd's
-                    except (ssl.SSLError, OSError):
+                        if not sock.recv(65536): break
+                    except socket.timeout:
                         pass
-                    sock.close()
-                    print("closed")
-                    """
-                let (_, said) = try await command("/bin/sh", ["-c", "python3 -c \"$0\" \"$1\" \"$2\" 2>&1", closing, "\(port)", authority.certificate])
-                #expect(said.contains("closed"), "\(said)")
-                // curl sends 20,000 bytes of its standard input, then waits for more, and is killed.
-                let killed = """
-                    (head -c 20000 /dev/zero; sleep 5) | curl -sS --http2 --cacert '\(authority.certificate)' -T - -o /dev/null \\
-                        https://127.0.0.1:\(port)/public/killed 2>/dev/null &
-                    sleep 1.5; kill -9 $!
-                    """
-                _ = try await command("/bin/sh", ["-c", killed])
-                for path in ["/public/closed", "/public/killed"] {
-                    let recorded = try await eventually { upstream.all.contains { $0.path == path } }
-                    #expect(recorded, "\(path) never reached the upstream")
-                    let record = upstream.all.first { $0.path == path }
-                    #expect(record.map { !$0.complete && $0.bodyBytes <= 20000 } == true, "\(path): \(String(describing: record))")
-                }
+                sock.settimeout(5)
+                try:
+                    sock.unwrap()  # close_notify, then signd's
+                except (ssl.SSLError, OSError):
+                    pass
+                sock.close()
+                print("closed")
+                """)
+            #expect(said.contains("closed"), "\(said)")
+            // curl sends 20,000 bytes of its standard input, then waits for more, and is killed.
+            let killed = """
+                (head -c 20000 /dev/zero; sleep 5) | curl -sS --http2 --cacert '\(authority.certificate)' -T - -o /dev/null \\
+                    https://127.0.0.1:\(port)/public/killed 2>/dev/null &
+                sleep 1.5; kill -9 $!
+                """
+            _ = try await command("/bin/sh", ["-c", killed])
+            for path in ["/public/closed", "/public/killed"] {
+                let recorded = try await eventually { upstream.all.contains { $0.path == path } }
+                #expect(recorded, "\(path) never reached the upstream")
+                let record = upstream.all.first { $0.path == path }
+                #expect(record.map { !$0.complete && $0.bodyBytes <= 20000 } == true, "\(path): \(String(describing: record))")
             }
         }
     }
@@ -668,34 +682,26 @@ extension GatewayEdgeTests {
     /// request's upstream exchange at once: the stream's place is free again, so nothing of the
     /// reset request may go on holding the upstream (the rapid-reset class, CVE-2023-44487).
     @Test func http2StreamResetCancelsItsUpstreamExchange() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([Self.key])
-        let authority = try await TestAuthority(folder: folder.path)
-        let (chain, key) = try await authority.issue("first")
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            try await GatewayOperationsTests.withObservedGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key)) {
-                port, metricsPort, _ in
-                var tls = TLSConfiguration.makeClientConfiguration()
-                tls.trustRoots = .file(authority.certificate)
-                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
-                defer { _ = client.shutdown() }
-                #expect(try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/first"), timeout: .seconds(10)).version == .http2)
-                // The upstream answers /public/wait after 3 s; the client resets the stream after 0.3 s.
-                await #expect(throws: (any Error).self) {
-                    try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/wait"), timeout: .milliseconds(300))
-                }
-                let metrics: @Sendable () async -> String = { await GatewayOperationsTests.metrics(client, port: metricsPort) }
-                let cancelled = try await eventually {
-                    let text = await metrics()
-                    return text.contains(#"signd_upstream_responses_total{status="cancelled"} 1"#) && text.contains(#"signd_requests_total{status="499"} 1"#)
-                }
-                let counted = await metrics()
-                #expect(cancelled, "the upstream exchange of a reset stream went on: \(counted)")
-                #expect(!counted.contains(#"signd_upstream_responses_total{status="200"} 2"#), "\(counted)")
-                // The connection serves on.
-                #expect(try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/next"), timeout: .seconds(10)).status == .ok)
+        try await Self.withTLSGateway { port, authority, _, metricsPort in
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(authority.certificate)
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+            defer { _ = client.shutdown() }
+            #expect(try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/first"), timeout: .seconds(10)).version == .http2)
+            // The upstream answers /public/wait after 3 s; the client resets the stream after 0.3 s.
+            await #expect(throws: (any Error).self) {
+                try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/wait"), timeout: .milliseconds(300))
             }
+            let metrics: @Sendable () async -> String = { await GatewayOperationsTests.metrics(client, port: metricsPort) }
+            let cancelled = try await eventually {
+                let text = await metrics()
+                return text.contains(#"signd_upstream_responses_total{status="cancelled"} 1"#) && text.contains(#"signd_requests_total{status="499"} 1"#)
+            }
+            let counted = await metrics()
+            #expect(cancelled, "the upstream exchange of a reset stream went on: \(counted)")
+            #expect(!counted.contains(#"signd_upstream_responses_total{status="200"} 2"#), "\(counted)")
+            // The connection serves on.
+            #expect(try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/next"), timeout: .seconds(10)).status == .ok)
         }
     }
 
@@ -703,26 +709,19 @@ extension GatewayEdgeTests {
     /// window never reopened): after `limits.idleTimeout` the stream is cut and the upstream
     /// exchange let go, while the connection serves on.
     @Test func http2AnswersTheClientDoesNotTakeAreCut() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([Self.key])
-        let authority = try await TestAuthority(folder: folder.path)
-        let (chain, key) = try await authority.issue("first")
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: 1)) { port in
-                var tls = TLSConfiguration.makeClientConfiguration()
-                tls.trustRoots = .file(authority.certificate)
-                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
-                defer { _ = client.shutdown() }
-                let unread = try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/huge"), timeout: .seconds(20))
-                #expect(unread.status == .ok && unread.version == .http2)
-                let released = try await eventually { upstream.all.contains { $0.path == "/public/huge" } }
-                #expect(released, "the upstream is still streaming to a stream that takes nothing")
-                #expect(upstream.all.first { $0.path == "/public/huge" }.map { !$0.complete } == true)
-                let next = try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/next"), timeout: .seconds(10))
-                #expect(next.status == .ok && next.version == .http2)
-                withExtendedLifetime(unread) {}
-            }
+        try await Self.withTLSGateway(idleTimeout: 1) { port, authority, upstream, _ in
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(authority.certificate)
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+            defer { _ = client.shutdown() }
+            let unread = try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/huge"), timeout: .seconds(20))
+            #expect(unread.status == .ok && unread.version == .http2)
+            let released = try await eventually { upstream.all.contains { $0.path == "/public/huge" } }
+            #expect(released, "the upstream is still streaming to a stream that takes nothing")
+            #expect(upstream.all.first { $0.path == "/public/huge" }.map { !$0.complete } == true)
+            let next = try await client.execute(HTTPClientRequest(url: "https://localhost:\(port)/public/next"), timeout: .seconds(10))
+            #expect(next.status == .ok && next.version == .http2)
+            withExtendedLifetime(unread) {}
         }
     }
 
@@ -731,51 +730,36 @@ extension GatewayEdgeTests {
     /// and takes 192 KiB of an answer the upstream writes in 64 KiB parts. (Progress counted only
     /// per part the upstream wrote, 2 s apart here, would reset the stream.)
     @Test func http2ASlowSteadyReaderIsNotCut() async throws {
-        let folder = try TemporaryFolder()
-        let keys = try folder.writeKeys([Self.key])
-        let authority = try await TestAuthority(folder: folder.path)
-        let (chain, key) = try await authority.issue("first")
-        let upstream = Upstream()
-        try await upstream.run { upstreamPort in
-            try await withGateway(Self.tlsConfiguration(upstream: upstreamPort, keys: keys, chain: chain, key: key, idleTimeout: 1)) { port in
-                let reader = """
-                    import socket, ssl, sys, time, h2.config, h2.connection, h2.events, h2.settings
-                    port, ca = int(sys.argv[1]), sys.argv[2]
-                    tls = ssl.create_default_context(cafile=ca)
-                    tls.set_alpn_protocols(["h2"])
-                    sock = tls.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
-                    h2c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-                    h2c.initiate_connection()
-                    h2c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
-                    h2c.send_headers(1, [(":method", "GET"), (":path", "/public/huge"), (":scheme", "https"), (":authority", f"localhost:{port}")],
-                                     end_stream=True)
+        try await Self.withTLSGateway(idleTimeout: 1) { port, authority, _, _ in
+            let said = try await Self.h2Client(port, authority: authority, """
+                h2c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+                h2c.send_headers(1, [(":method", "GET"), (":path", "/public/huge"), (":scheme", "https"), (":authority", f"localhost:{port}")],
+                                 end_stream=True)
+                sock.sendall(h2c.data_to_send())
+                sock.settimeout(0.05)
+                got, unanswered, reset, grant, deadline = 0, 0, None, time.time(), time.time() + 30
+                while got < 192 * 1024 and reset is None and time.time() < deadline:
+                    try:
+                        data = sock.recv(65536)
+                        if not data: break
+                        for event in h2c.receive_data(data):
+                            if isinstance(event, h2.events.DataReceived):
+                                got += event.flow_controlled_length
+                                unanswered += event.flow_controlled_length
+                            elif isinstance(event, h2.events.StreamReset):
+                                reset = event.error_code
+                    except socket.timeout:
+                        pass
+                    if unanswered and time.time() >= grant:  # 16 KiB more, every 0.5 s
+                        step = min(unanswered, 16384)
+                        h2c.increment_flow_control_window(step)
+                        h2c.increment_flow_control_window(step, stream_id=1)
+                        unanswered -= step
+                        grant = time.time() + 0.5
                     sock.sendall(h2c.data_to_send())
-                    sock.settimeout(0.05)
-                    got, unanswered, reset, grant, deadline = 0, 0, None, time.time(), time.time() + 30
-                    while got < 192 * 1024 and reset is None and time.time() < deadline:
-                        try:
-                            data = sock.recv(65536)
-                            if not data: break
-                            for event in h2c.receive_data(data):
-                                if isinstance(event, h2.events.DataReceived):
-                                    got += event.flow_controlled_length
-                                    unanswered += event.flow_controlled_length
-                                elif isinstance(event, h2.events.StreamReset):
-                                    reset = event.error_code
-                        except socket.timeout:
-                            pass
-                        if unanswered and time.time() >= grant:  # 16 KiB more, every 0.5 s
-                            step = min(unanswered, 16384)
-                            h2c.increment_flow_control_window(step)
-                            h2c.increment_flow_control_window(step, stream_id=1)
-                            unanswered -= step
-                            grant = time.time() + 0.5
-                        sock.sendall(h2c.data_to_send())
-                    print(f"got {got} reset {reset}")
-                    """
-                let (_, said) = try await command("/bin/sh", ["-c", "python3 -c \"$0\" \"$1\" \"$2\" 2>&1", reader, "\(port)", authority.certificate])
-                #expect(said.hasPrefix("got ") && said.contains("reset None") && (Int(said.split(separator: " ")[1]) ?? 0) >= 192 * 1024, "\(said)")
-            }
+                print(f"got {got} reset {reset}")
+                """)
+            #expect(said.hasPrefix("got ") && said.contains("reset None") && (Int(said.split(separator: " ")[1]) ?? 0) >= 192 * 1024, "\(said)")
         }
     }
 
