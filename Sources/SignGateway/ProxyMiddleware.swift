@@ -193,10 +193,22 @@ struct ProxyMiddleware: RouterMiddleware {
         // The target as received and verified, byte for byte (`RequestTarget` checked it).
         var outgoing = HTTPRequestHead(version: .http1_1, method: NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue),
                                        uri: request.head.path ?? "/", headers: HTTPHeaders(fields))
+        Self.joinCookies(&outgoing.headers)
         let length = request.headers[.contentLength].flatMap(Int64.init)
         let timeout = routes.upstreamTimeout(for: context.signCore.routeDecision)
         // The most body bytes forwarded for this request, on every route (`off` ones included).
-        let upload = length != nil || request.headers[.transferEncoding] != nil ? UpstreamBody(request.body, limit: routes.body(for: context.signCore.routeDecision).limit) : nil
+        // An HTTP/2 request is whole only at its end (END_STREAM; RFC 9113 §8.1.1: a body past
+        // its stated length is malformed): the upstream never gets it whole before then, so the
+        // body's last chunk waits for the end, and so does a head that states a length of 0.
+        var body = length != nil || request.headers[.transferEncoding] != nil
+            ? UpstreamBody(request.body, limit: routes.body(for: context.signCore.routeDecision).limit, holdingTheLast: context.onHTTP2Stream) : nil
+        if context.onHTTP2Stream, length == 0, let empty = body {
+            if let failure = await empty.readRest() {
+                return Response(Refusal(failure as? SignCoreError ?? SignCoreError(.invalidInput, "the request body did not match its length")))
+            }
+            body = nil
+        }
+        let upload = body
         switch (upload, length) {
         case (nil, _) where ![.GET, .HEAD, .OPTIONS, .DELETE, .TRACE, .CONNECT].contains(outgoing.method):
             outgoing.headers.replaceOrAdd(name: "content-length", value: "0")
@@ -206,10 +218,10 @@ struct ProxyMiddleware: RouterMiddleware {
         }
         let started = ContinuousClock.now
         do {
-            let (client, head, body, loop) = (client, outgoing, upload?.chunks, context.eventLoop)
+            let (client, head, chunks, loop) = (client, outgoing, upload?.chunks, context.eventLoop)
             let response = try await context.onHTTP2Stream
-                ? Self.cancellable(by: context.cutShort) { try await client.execute(head, body: body, timeout: timeout, on: loop) }
-                : client.execute(head, body: body, timeout: timeout, on: loop)
+                ? Self.cancellable(by: context.cutShort) { try await client.execute(head, body: chunks, timeout: timeout, on: loop) }
+                : client.execute(head, body: chunks, timeout: timeout, on: loop)
             metrics.upstream(String(response.head.status.code), elapsed: ContinuousClock.now - started)
             var headers = HTTPFields(response.head.headers, splitCookie: false)
             for name in Self.hopByHop where name != .contentLength { headers[name] = nil }
@@ -270,6 +282,15 @@ struct ProxyMiddleware: RouterMiddleware {
 }
 
 extension ProxyMiddleware {
+    /// An HTTP/2 client may send `cookie` as several fields (RFC 9113 §8.2.3), and HTTPTypes keeps
+    /// a cookie as such crumbs whatever the protocol: on their way to an HTTP/1.1 upstream they are
+    /// one field, joined with `; ` (RFC 6265 §5.4).
+    static func joinCookies(_ headers: inout HTTPHeaders) {
+        let cookies = headers["cookie"]
+        guard cookies.count > 1 else { return }
+        headers.replaceOrAdd(name: "cookie", value: cookies.joined(separator: "; "))
+    }
+
     /// `operation` in a task of its own, cancelled when the request is cut short: an HTTP/2
     /// stream's request task is not cancelled by a reset (RST_STREAM), and the upstream exchange of
     /// a reset stream must not go on (its place is free for another at once: CVE-2023-44487).

@@ -15,20 +15,31 @@ final class UpstreamBody: Sendable {
     let chunks: ChunkHandoff
     private let reader: Task<Void, Never>
 
-    /// - Parameter limit: the most bytes read from the client; past it the upload fails with
-    ///   `bodyTooLarge` (on every route, signed or not).
-    init(_ body: RequestBody, limit: Int64) {
+    /// - Parameters:
+    ///   - limit: the most bytes read from the client; past it the upload fails with
+    ///     `bodyTooLarge` (on every route, signed or not).
+    ///   - holdingTheLast: each chunk is sent once the next one, or the body's end, has been read,
+    ///     so that the upstream never has the whole body before the client's end (an HTTP/2
+    ///     stream's END_STREAM, which may yet bring an error instead).
+    init(_ body: RequestBody, limit: Int64, holdingTheLast: Bool = false) {
         let chunks = ChunkHandoff()
         self.chunks = chunks
         reader = Task {
             var iterator = body.makeAsyncIterator()
             do {
                 var count: Int64 = 0
+                var held: ByteBuffer?
                 while let chunk = try await iterator.next() {
                     count += Int64(chunk.readableBytes)
                     guard count <= limit else { throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes") }
-                    try await chunks.send(chunk)
+                    if holdingTheLast {
+                        if let previous = held { try await chunks.send(previous) }
+                        held = chunk
+                    } else {
+                        try await chunks.send(chunk)
+                    }
                 }
+                if let held { try await chunks.send(held) }
                 chunks.end(nil)
             } catch {
                 chunks.end(error)
