@@ -75,12 +75,13 @@ final class CutShort: Sendable {
         onCut?()
     }
 
-    /// `action` runs once the request is marked (at once when it was already); one action at most.
-    func whenCut(_ action: @escaping @Sendable () -> Void) {
+    /// `action` runs once the request is marked (at once when it was already); one action at most,
+    /// nil for none any more.
+    func whenCut(_ action: (@Sendable () -> Void)?) {
         let cut = state.withLockedValue { state in
             if state.status == nil { state.onCut = action }
             return state.status != nil
         }
-        if cut { action() }
+        if cut { action?() }
     }
 }

@@ -111,6 +111,7 @@ final class HTTP2StreamLimits: ChannelDuplexHandler, RemovableChannelHandler {
     /// body, which the request's task may be reading.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if answerSent == nil { mark(499) }
+        requestEnded = true  // the reader has its error: no second one at the stream's close
         context.fireErrorCaught(error)
     }
 

@@ -199,9 +199,10 @@ struct ProxyMiddleware: RouterMiddleware {
         // The most body bytes forwarded for this request, on every route (`off` ones included).
         // An HTTP/2 request is whole only at its end (END_STREAM; RFC 9113 §8.1.1: a body past
         // its stated length is malformed): the upstream never gets it whole before then, so the
-        // body's last chunk waits for the end, and so does a head that states a length of 0.
+        // chunk that reaches the stated length waits for the end, and so does a head stating 0.
         var body = length != nil || request.headers[.transferEncoding] != nil
-            ? UpstreamBody(request.body, limit: routes.body(for: context.signCore.routeDecision).limit, holdingTheLast: context.onHTTP2Stream) : nil
+            ? UpstreamBody(request.body, limit: routes.body(for: context.signCore.routeDecision).limit,
+                           completedAtEnd: context.onHTTP2Stream ? length : nil) : nil
         if context.onHTTP2Stream, length == 0, let empty = body {
             if let failure = await empty.readRest() {
                 return Response(Refusal(failure as? SignCoreError ?? SignCoreError(.invalidInput, "the request body did not match its length")))
@@ -297,6 +298,7 @@ extension ProxyMiddleware {
     static func cancellable<T: Sendable>(by cut: CutShort, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = Task(operation: operation)
         cut.whenCut { task.cancel() }
+        defer { cut.whenCut(nil) }  // the task holds its result (the upstream's answer) for as long as the action lasts
         return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
     }
 

@@ -18,10 +18,11 @@ final class UpstreamBody: Sendable {
     /// - Parameters:
     ///   - limit: the most bytes read from the client; past it the upload fails with
     ///     `bodyTooLarge` (on every route, signed or not).
-    ///   - holdingTheLast: each chunk is sent once the next one, or the body's end, has been read,
-    ///     so that the upstream never has the whole body before the client's end (an HTTP/2
-    ///     stream's END_STREAM, which may yet bring an error instead).
-    init(_ body: RequestBody, limit: Int64, holdingTheLast: Bool = false) {
+    ///   - completedAtEnd: the body's stated length, when the chunk that reaches it must wait for
+    ///     the body's end (an HTTP/2 stream's END_STREAM, which may yet bring an error instead), so
+    ///     that the upstream never has the whole body before the client's end. (A body of no
+    ///     stated length is whole upstream only at its chunked end, written at the body's end.)
+    init(_ body: RequestBody, limit: Int64, completedAtEnd length: Int64? = nil) {
         let chunks = ChunkHandoff()
         self.chunks = chunks
         reader = Task {
@@ -32,12 +33,7 @@ final class UpstreamBody: Sendable {
                 while let chunk = try await iterator.next() {
                     count += Int64(chunk.readableBytes)
                     guard count <= limit else { throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes") }
-                    if holdingTheLast {
-                        if let previous = held { try await chunks.send(previous) }
-                        held = chunk
-                    } else {
-                        try await chunks.send(chunk)
-                    }
+                    if let length, count >= length { held = chunk } else { try await chunks.send(chunk) }
                 }
                 if let held { try await chunks.send(held) }
                 chunks.end(nil)

@@ -662,26 +662,12 @@ extension GatewayEdgeTests {
                 print(events)
                 """)
             #expect(zero.contains("StreamReset") || zero.contains("StreamEnded"), "\(zero)")
-            let said = try await Self.h2Client(port, authority: authority, """
-                h2c.send_headers(1, [(":method", "PUT"), (":path", "/public/closed"), (":scheme", "https"), (":authority", f"localhost:{port}")])
-                for _ in range(4): h2c.send_data(1, b"x" * 5000)
-                sock.sendall(h2c.data_to_send())
-                sock.settimeout(0.2)
-                end = time.time() + 1.5
-                while time.time() < end:  # what signd sends meanwhile (its settings, window updates) is read
-                    try:
-                        if not sock.recv(65536): break
-                    except socket.timeout:
-                        pass
-                sock.settimeout(5)
-                try:
-                    sock.unwrap()  # close_notify, then signd's
-                except (ssl.SSLError, OSError):
-                    pass
-                sock.close()
-                print("closed")
-                """)
-            #expect(said.contains("closed"), "\(said)")
+            // Closed cleanly after 20,000 bytes, to an upstream that waits for the body and to one that
+            // answers at once and echoes it (its exchange is under way: only the body's error stops it).
+            for path in ["/public/closed", "/public/duplex"] {
+                let said = try await Self.h2Client(port, authority: authority, Self.uploadThenClose(path))
+                #expect(said.contains("closed"), "\(said)")
+            }
             // curl sends 20,000 bytes of its standard input, then waits for more, and is killed.
             let killed = """
                 (head -c 20000 /dev/zero; sleep 5) | curl -sS --http2 --cacert '\(authority.certificate)' -T - -o /dev/null \\
@@ -689,7 +675,7 @@ extension GatewayEdgeTests {
                 sleep 1.5; kill -9 $!
                 """
             _ = try await command("/bin/sh", ["-c", killed])
-            for path in ["/public/closed", "/public/killed"] {
+            for path in ["/public/closed", "/public/duplex", "/public/killed"] {
                 let recorded = try await eventually { upstream.all.contains { $0.path == path } }
                 #expect(recorded, "\(path) never reached the upstream")
                 let record = upstream.all.first { $0.path == path }
@@ -697,6 +683,30 @@ extension GatewayEdgeTests {
             }
             #expect(!upstream.all.contains { $0.path == "/public/zero" }, "\(upstream.all.filter { $0.path == "/public/zero" })")
         }
+    }
+
+    /// An h2 client's script: a PUT of `path` with 20,000 bytes and no END_STREAM, what signd sends
+    /// read for 1.5 s, then the connection closed cleanly (TLS close_notify).
+    static func uploadThenClose(_ path: String) -> String {
+        """
+        h2c.send_headers(1, [(":method", "PUT"), (":path", "\(path)"), (":scheme", "https"), (":authority", f"localhost:{port}")])
+        for _ in range(4): h2c.send_data(1, b"x" * 5000)
+        sock.sendall(h2c.data_to_send())
+        sock.settimeout(0.2)
+        end = time.time() + 1.5
+        while time.time() < end:  # what signd sends meanwhile (its settings, window updates, the answer) is read
+            try:
+                if not sock.recv(65536): break
+            except socket.timeout:
+                pass
+        sock.settimeout(5)
+        try:
+            sock.unwrap()  # close_notify, then signd's
+        except (ssl.SSLError, OSError):
+            pass
+        sock.close()
+        print("closed")
+        """
     }
 
     /// A stream the client resets (RST_STREAM, its connection kept) before its answer cancels the

@@ -80,6 +80,24 @@ final class Upstream: Sendable {
                 upstream.records.withLock { $0.append(Record(path: request.uri.path, bodyBytes: -1, complete: false)) }
                 return Response(status: .notFound, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "no")))
             }
+            // Answers at once, then reads the body as it echoes it (a duplex exchange): recorded when
+            // the body has ended, well or not.
+            if request.uri.path.hasPrefix("/public/duplex") {
+                let upstream = self.upstream
+                return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody { writer in
+                    var (bytes, complete) = (0, true)
+                    do {
+                        for try await chunk in request.body {
+                            bytes += chunk.readableBytes
+                            try await writer.write(chunk)
+                        }
+                    } catch {
+                        complete = false
+                    }
+                    upstream.records.withLock { $0.append(Record(path: request.uri.path, bodyBytes: bytes, complete: complete)) }
+                    try await writer.finish(nil)
+                })
+            }
             // An upstream that verifies too, and refuses with its own code.
             if request.uri.path.hasSuffix("/refuses") {
                 return Response(status: .unauthorized, headers: [HTTPField.Name("signcore-error")!: "replayed;code=23;advice=newToken"])
