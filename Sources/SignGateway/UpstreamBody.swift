@@ -33,7 +33,14 @@ final class UpstreamBody: Sendable {
                 while let chunk = try await iterator.next() {
                     count += Int64(chunk.readableBytes)
                     guard count <= limit else { throw SignCoreError(.bodyTooLarge, "the request body is larger than \(limit) bytes") }
-                    if let length, count >= length { held = chunk } else { try await chunks.send(chunk) }
+                    guard let length, count >= length else {
+                        try await chunks.send(chunk)
+                        continue
+                    }
+                    if chunk.readableBytes == 0 { continue }
+                    // Past the stated length (HTTP/2's codec refuses it first): never one chunk for another.
+                    guard count == length, held == nil else { throw SignCoreError(.invalidInput, "the request body is longer than its stated length") }
+                    held = chunk
                 }
                 if let held { try await chunks.send(held) }
                 chunks.end(nil)
