@@ -558,21 +558,16 @@ final class HTTP1Connection: ChannelDuplexHandler, RemovableChannelHandler {
     /// more is written meanwhile (the answer's writer waits for the connection to be writable).
     private func startSendTimer(context: ChannelHandlerContext) {
         guard let sendTimeout, sendTimer == nil, !context.channel.isWritable else { return }
-        let held = Self.heldBytes(context.channel)
+        let held = context.channel.bytesHeld
         sendTimer = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) { [self] in
             sendTimer = nil
             guard let context = self.context, !context.channel.isWritable, let exchange else { return }
-            if let held, let now = Self.heldBytes(context.channel), now < held { return startSendTimer(context: context) }
+            if let held, let now = context.channel.bytesHeld, now < held { return startSendTimer(context: context) }
             logger.info("client not reading its answer", metadata: ["signd.seconds": "\(sendTimeout.nanoseconds / 1_000_000_000)"])
             if !exchange.responseEnded { exchange.cutShort?.mark(499) }
             exchange.task?.cancel()
-            context.close(promise: nil)
+            context.closeAtOnce()
         }
-    }
-
-    /// The bytes the connection holds, not yet taken by the socket.
-    private static func heldBytes(_ channel: any Channel) -> Int? {
-        try? channel.syncOptions?.getOption(.bufferedWritableBytes)
     }
 
     /// The response has ended: the next request is handled once this one has been read to its

@@ -296,7 +296,10 @@ extension ProxyMiddleware {
     /// stream's request task is not cancelled by a reset (RST_STREAM), and the upstream exchange of
     /// a reset stream must not go on (its place is free for another at once: CVE-2023-44487).
     static func cancellable<T: Sendable>(by cut: CutShort, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        let task = Task(operation: operation)
+        let task = Task {
+            try Task.checkCancellation()  // cut before it began (`whenCut` runs at once then)
+            return try await operation()
+        }
         cut.whenCut { task.cancel() }
         defer { cut.whenCut(nil) }  // the task holds its result (the upstream's answer) for as long as the action lasts
         return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }

@@ -214,14 +214,16 @@ extension Gateway {
                 http2 = HTTP2Channel(responder: responder, configuration: configuration)
             }
             let context = try NIOSSLContext(configuration: certificate.configuration(http2: tls.http2))
-            return HandshakeDeadlineChannel(base: GatewayTLSChannel(context: context, http1: plain, http2: http2), timeout: handshake)
+            return HandshakeDeadlineChannel(base: GatewayTLSChannel(context: context, http1: plain, http2: http2, sendTimeout: handshake),
+                                            timeout: handshake)
         }
     }
 
 }
 
 /// A TLS connection: HTTP/1.1 (negotiated by ALPN, or none negotiated) served by signd's own
-/// connection handler, as on a plain listener; HTTP/2, when offered, by Hummingbird's.
+/// connection handler, as on a plain listener; HTTP/2, when offered, by Hummingbird's, the
+/// connection held to its own send timeout (`ConnectionSendTimeout`).
 struct GatewayTLSChannel: ServerChildChannel {
     enum Negotiated: Sendable {
         case http1(GatewayHTTP1Channel.Value)
@@ -237,14 +239,20 @@ struct GatewayTLSChannel: ServerChildChannel {
     let http1: GatewayHTTP1Channel
     /// nil when `tls.http2` is off: the context offers `http/1.1` alone.
     let http2: HTTP2Channel?
+    let sendTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(NIOSSLServerHandler(context: context))
-            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { [http1, http2] result in
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { [http1, http2, sendTimeout] result in
                 switch (result, http2) {
                 case (.negotiated("h2"), let http2?):
+                    do {
+                        try channel.pipeline.syncOperations.addHandler(ConnectionSendTimeout(timeout: sendTimeout, logger: logger))
+                    } catch {
+                        return channel.eventLoop.makeFailedFuture(error)
+                    }
                     return http2.setup(channel: channel, logger: logger).map(Negotiated.http2)
                 case (.negotiated("http/1.1"), _), (.fallback, _):
                     return http1.setup(channel: channel, logger: logger).map(Negotiated.http1)

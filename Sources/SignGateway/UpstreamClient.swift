@@ -148,6 +148,7 @@ final class UpstreamClient: Sendable {
         guard body == nil || head.method != .TRACE else {
             throw SignCoreError(.unexpectedBody, "a TRACE request carries a body")
         }
+        try Task.checkCancellation()
         var head = head
         head.headers.replaceOrAdd(name: "host", value: endpoint.authority)
         let deadline = NIODeadline.now() + connectTimeout
@@ -171,6 +172,11 @@ final class UpstreamClient: Sendable {
                     }
                     (connection, reused) = (idle, true)
                 }
+            }
+            // A request cancelled meanwhile (its client gone) is never sent: its connection is another's.
+            if Task.isCancelled {
+                if !release(connection) { connection.retire() }
+                throw CancellationError()
             }
             do {
                 return try await connection.exchange(head, body: body, timeout: timeout)
