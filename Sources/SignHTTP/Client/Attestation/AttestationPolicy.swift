@@ -77,8 +77,10 @@ public struct AttestationPolicy: ExchangePolicy {
         attestation.noteRequired(challenge.levels)
         let sent = exchange.request.headerFields[names.token]
         if refusal.code == .attestationExpired || refusal.code == .attestationInvalid { attestation.drop(sent) }
-        // Another request's attestation may have finished since this one was sent.
-        if let current = attestation.currentToken(), current.text != sent, refusal.code != .attestationInsufficient {
+        // Another request's attestation may have finished since this one was sent: its token is
+        // tried first, unless this refusal was for too few levels and it holds no more of them.
+        if let current = attestation.currentToken(), current.text != sent,
+           refusal.code != .attestationInsufficient || current.levels.meets(challenge.levels) {
             return .retry(after: .zero)
         }
         // At most maxChallenges 428s for this request, each kind and level set once.
