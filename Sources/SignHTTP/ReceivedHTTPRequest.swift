@@ -140,10 +140,13 @@ extension ReceivedRequest {
 
     /// One host per request (RFC 9112 §3.2: more than one `Host` line is a 400): the HTTP/1
     /// adapters move the first into `:authority` and leave any other as a field, which an
-    /// upstream could route by, so a `Host` field is refused whatever its value.
+    /// upstream could route by, so a `Host` field is refused whatever its value. Over HTTP/2 a
+    /// `host` field with no `:authority` (RFC 9113 §8.3.1 allows it) is refused too: the host is
+    /// read from `:authority` alone.
     public static func checkHost(_ request: HTTPRequest) throws(SignCoreError) {
         guard !request.headerFields.contains(where: { $0.name == hostField }) else {
-            throw SignCoreError(.invalidHeader, "the request names more than one host")
+            throw SignCoreError(.invalidHeader, request.authority == nil ? "the request names its host in a Host field, not as its authority"
+                                                                         : "the request names more than one host")
         }
     }
 

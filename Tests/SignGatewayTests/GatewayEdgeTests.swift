@@ -736,6 +736,31 @@ extension GatewayEdgeTests {
         }
     }
 
+    /// Over HTTP/2 the host is read from `:authority` alone: a `host` field without it (RFC 9113
+    /// §8.3.1 allows one) is refused, and says so, never forwarded.
+    @Test func http2HostFieldWithoutAuthorityIsRefused() async throws {
+        try await Self.withTLSGateway { port, authority, upstream, _ in
+            let said = try await Self.h2Client(port, authority: authority, """
+                h2c.send_headers(1, [(":method", "GET"), (":path", "/public/hostonly"), (":scheme", "https"), ("host", f"localhost:{port}")],
+                                 end_stream=True)
+                sock.sendall(h2c.data_to_send())
+                status, body = None, b""
+                while True:
+                    data = sock.recv(65536)
+                    if not data: break
+                    events = h2c.receive_data(data)
+                    for event in events:
+                        if isinstance(event, h2.events.ResponseReceived): status = dict(event.headers)[b":status"].decode()
+                        if isinstance(event, h2.events.DataReceived): body += event.data
+                    sock.sendall(h2c.data_to_send())
+                    if any(isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)) for event in events): break
+                print(status, body.decode(errors="replace"))
+                """)
+            #expect(said.hasPrefix("400 ") && said.contains("Host field, not as its authority"), "\(said)")
+            #expect(!upstream.all.contains { $0.path == "/public/hostonly" })
+        }
+    }
+
     /// An HTTP/2 client that takes the head of a long answer and never reads its body (its stream's
     /// window never reopened): after `limits.idleTimeout` the stream is cut and the upstream
     /// exchange let go, while the connection serves on.
