@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -413,4 +414,36 @@ func eventually(_ condition: @Sendable () async -> Bool) async throws -> Bool {
         try await Task.sleep(for: .milliseconds(50))
     }
     return await condition()
+}
+
+/// A body whose stated length must wait for its end (HTTP/2): the chunk that reaches the length is
+/// handed on only at the end, and a chunk past it fails the body rather than replace the held one.
+@Suite struct UpstreamBodyTests {
+    struct Chunks: AsyncSequence, Sendable {
+        let parts: [String]
+        func makeAsyncIterator() -> AsyncStream<ByteBuffer>.Iterator {
+            AsyncStream { continuation in
+                parts.forEach { continuation.yield(ByteBuffer(string: $0)) }
+                continuation.finish()
+            }.makeAsyncIterator()
+        }
+    }
+
+    static func read(_ parts: [String], length: Int64) async -> (String, (any Error)?) {
+        let body = UpstreamBody(RequestBody(asyncSequence: Chunks(parts: parts)), limit: 1 << 20, completedAtEnd: length)
+        var read = ""
+        do {
+            while let chunk = try await body.chunks.next() { read += String(buffer: chunk) }
+            return (read, nil)
+        } catch {
+            return (read, error)
+        }
+    }
+
+    @Test func theChunkThatCompletesAStatedLengthWaitsAndNothingReplacesIt() async {
+        let whole = await Self.read(["ab", "cde", ""], length: 5)
+        #expect(whole.0 == "abcde" && whole.1 == nil)
+        let longer = await Self.read(["ab", "cde", "f"], length: 5)
+        #expect(longer.0 == "ab" && (longer.1 as? SignCoreError)?.code == .invalidInput, "\(longer)")
+    }
 }
